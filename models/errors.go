@@ -1,0 +1,83 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, machine-readable error code. GraphQL reports it as
+// extensions.code and REST as error.code.
+type Code string
+
+// Storage error codes of the specification.
+const (
+	// ErrPermissionDenied: missing permission, namespace or AI access; a disabled,
+	// unknown or foreign Instance.
+	ErrPermissionDenied Code = "PLUGIN_STORAGE_PERMISSION_DENIED"
+	// ErrNotFound: the key does not exist.
+	ErrNotFound Code = "PLUGIN_STORAGE_NOT_FOUND"
+	// ErrQuotaExceeded: a value, namespace or Installation limit would be exceeded.
+	ErrQuotaExceeded Code = "PLUGIN_STORAGE_QUOTA_EXCEEDED"
+	// ErrConflict: duplicate create, stale revision or stale package generation.
+	ErrConflict Code = "PLUGIN_STORAGE_CONFLICT"
+	// ErrInvalid: malformed key, JSON, query or arguments.
+	ErrInvalid Code = "PLUGIN_STORAGE_INVALID"
+)
+
+// Codes of the public contract outside storage.
+const (
+	ErrUnauthenticated Code = "UNAUTHENTICATED"
+	ErrForbidden       Code = "FORBIDDEN"
+	ErrBadUserInput    Code = "BAD_USER_INPUT"
+	ErrPackageRejected Code = "PACKAGE_REJECTED"
+	ErrMigrationFailed Code = "MIGRATION_FAILED"
+	// ErrImageDenied: the manifest lacks `network` or the Instance has no network grant.
+	ErrImageDenied Code = "PERMISSION_DENIED"
+	// ErrImageRejected: the image proxy refused the URL or the fetched image.
+	ErrImageRejected Code = "UI_IMAGE_REJECTED"
+	// ErrInternal: anything that is not an application error; its detail is only logged.
+	ErrInternal Code = "INTERNAL"
+)
+
+// Error is the application error: a code and a message meant for the caller.
+// Problems lists individual findings (for example every broken manifest rule).
+type Error struct {
+	Code     Code
+	Message  string
+	Problems []Problem
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Errorf returns an *Error with a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of an application error, or ErrInternal.
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ErrInternal
+}
+
+// ErrorMessage returns the message of an application error, or a generic text
+// that reveals nothing of an internal failure.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// Problem is one finding of a validation: where (a JSON Pointer, and for a plugin
+// folder the file), a stable code, and a message that states the rule.
+type Problem struct {
+	File    string `json:"file,omitempty"`
+	Path    string `json:"path"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,59 @@
+package models
+
+import "time"
+
+// User is an account of the host.
+type User struct {
+	ID    string
+	Name  string
+	Admin bool
+}
+
+// Installation states.
+const (
+	InstallationInstalled   = "installed"
+	InstallationUninstalled = "uninstalled"
+)
+
+// Installation is one user's installation of one plugin.
+type Installation struct {
+	ID             string
+	UserID         string
+	PluginID       string
+	Name           string
+	Version        string
+	PublisherKeyID string
+	// Generation rises by one with every package change (install over retained
+	// data, update); stale handles and results are detected by it.
+	Generation     int64
+	StorageVersion int
+	DataPolicy     string
+	Status         string
+	AIConsent      bool
+	UsedBytes      int64
+	Manifest       *Manifest
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Instance is one configured Instance of an Installation; it owns its storage.
+type Instance struct {
+	ID              string
+	InstallationID  string
+	UserID          string
+	Name            string
+	Enabled         bool
+	Grants          []string
+	StorageRevision int64
+	CreatedAt       time.Time
+}
+
+// HasGrant reports whether the Instance holds the grant.
+func (i *Instance) HasGrant(permission string) bool {
+	for _, g := range i.Grants {
+		if g == permission {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,130 @@
+// Package validator checks plugin manifests and UI Runtime v2 configs against
+// every rule of the specification, and reports each problem with a JSON Pointer,
+// a stable code and a message that states the rule and the allowed values.
+//
+// All problems are reported at once, in document order, and the report is
+// deterministic: the same input always gives the same report.
+package validator
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"pluginhost/models"
+)
+
+// Report is the outcome of a validation.
+type Report struct {
+	Valid    bool             `json:"valid"`
+	Errors   []models.Problem `json:"errors"`
+	Warnings []models.Problem `json:"warnings"`
+}
+
+// Err returns a PACKAGE_REJECTED error that carries the report's errors, or nil
+// when the report is valid.
+func (r *Report) Err(what string) error {
+	if r.Valid {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s is invalid: %d problem(s):", what, len(r.Errors))
+	for _, p := range r.Errors {
+		b.WriteString(" ")
+		if p.File != "" {
+			b.WriteString(p.File + " ")
+		}
+		fmt.Fprintf(&b, "%s [%s] %s;", pathOrRoot(p.Path), p.Code, p.Message)
+	}
+	return &models.Error{Code: models.ErrPackageRejected, Message: strings.TrimSuffix(b.String(), ";"), Problems: r.Errors}
+}
+
+func pathOrRoot(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
+}
+
+// Merge appends another report's problems, marking them with file.
+func (r *Report) Merge(file string, o *Report) {
+	for _, p := range o.Errors {
+		if p.File == "" {
+			p.File = file
+		}
+		r.Errors = append(r.Errors, p)
+	}
+	for _, p := range o.Warnings {
+		if p.File == "" {
+			p.File = file
+		}
+		r.Warnings = append(r.Warnings, p)
+	}
+	r.Valid = len(r.Errors) == 0
+}
+
+// checker collects problems while walking a document.
+type checker struct {
+	errs  []models.Problem
+	warns []models.Problem
+}
+
+func (c *checker) errorf(path, code, format string, args ...any) {
+	c.errs = append(c.errs, models.Problem{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) warnf(path, code, format string, args ...any) {
+	c.warns = append(c.warns, models.Problem{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+// report returns the problems sorted into document order by their position.
+func (c *checker) report(order map[string]int) *Report {
+	sortProblems(c.errs, order)
+	sortProblems(c.warns, order)
+	r := &Report{Valid: len(c.errs) == 0, Errors: c.errs, Warnings: c.warns}
+	if r.Errors == nil {
+		r.Errors = []models.Problem{}
+	}
+	if r.Warnings == nil {
+		r.Warnings = []models.Problem{}
+	}
+	return r
+}
+
+// sortProblems orders problems by the document position of their path (the
+// nearest ancestor that was seen while decoding), keeping the order of
+// discovery among problems at the same place.
+func sortProblems(ps []models.Problem, order map[string]int) {
+	pos := func(p string) int {
+		for {
+			if n, ok := order[p]; ok {
+				return n
+			}
+			i := strings.LastIndexByte(p, '/')
+			if i < 0 {
+				return -1
+			}
+			p = p[:i]
+		}
+	}
+	sort.SliceStable(ps, func(i, j int) bool { return pos(ps[i].Path) < pos(ps[j].Path) })
+}
+
+// ptr appends reference tokens to a JSON Pointer, escaping ~ and /.
+func ptr(base string, tokens ...any) string {
+	var b strings.Builder
+	b.WriteString(base)
+	for _, t := range tokens {
+		b.WriteByte('/')
+		switch v := t.(type) {
+		case int:
+			b.WriteString(strconv.Itoa(v))
+		case string:
+			b.WriteString(strings.ReplaceAll(strings.ReplaceAll(v, "~", "~0"), "/", "~1"))
+		default:
+			fmt.Fprint(&b, v)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,161 @@
+package validator
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Problem codes shared by every document.
+const (
+	CodeRequired     = "required"
+	CodeType         = "type"
+	CodeUnknownField = "unknown_field"
+	CodeEnum         = "enum"
+	CodeRange        = "range"
+	CodeCount        = "count"
+	CodeFormat       = "format"
+	CodeDuplicate    = "duplicate"
+)
+
+// typeName names the JSON type of a decoded value for messages.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// object checks that v is an object whose members are all in allowed; unknown
+// members are reported. It returns the object, or nil when v is not one.
+func (c *checker) object(path string, v any, allowed ...string) map[string]any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		c.errorf(path, CodeType, "must be an object, not %s", typeName(v))
+		return nil
+	}
+	if len(allowed) > 0 {
+		for _, k := range sortedKeys(m) {
+			if !contains(allowed, k) {
+				c.errorf(ptr(path, k), CodeUnknownField, "unknown field %q; allowed fields: %s", k, strings.Join(allowed, ", "))
+			}
+		}
+	}
+	return m
+}
+
+// array checks that v is an array.
+func (c *checker) array(path string, v any) ([]any, bool) {
+	a, ok := v.([]any)
+	if !ok {
+		c.errorf(path, CodeType, "must be an array, not %s", typeName(v))
+	}
+	return a, ok
+}
+
+// str checks that v is a string.
+func (c *checker) str(path string, v any) (string, bool) {
+	s, ok := v.(string)
+	if !ok {
+		c.errorf(path, CodeType, "must be a string, not %s", typeName(v))
+	}
+	return s, ok
+}
+
+// boolean checks that v is a boolean.
+func (c *checker) boolean(path string, v any) (bool, bool) {
+	b, ok := v.(bool)
+	if !ok {
+		c.errorf(path, CodeType, "must be a boolean, not %s", typeName(v))
+	}
+	return b, ok
+}
+
+// number checks that v is a finite number within [lo, hi].
+func (c *checker) number(path string, v any, lo, hi float64) (float64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		c.errorf(path, CodeType, "must be a number, not %s", typeName(v))
+		return 0, false
+	}
+	f, err := n.Float64()
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		c.errorf(path, CodeRange, "must be a finite number from %s to %s", fmtNum(lo), fmtNum(hi))
+		return 0, false
+	}
+	if f < lo || f > hi {
+		c.errorf(path, CodeRange, "is %s; allowed range is %s to %s", n.String(), fmtNum(lo), fmtNum(hi))
+		return f, false
+	}
+	return f, true
+}
+
+// integer checks that v is an integral number within [lo, hi].
+func (c *checker) integer(path string, v any, lo, hi int64) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		c.errorf(path, CodeType, "must be an integer, not %s", typeName(v))
+		return 0, false
+	}
+	f, err := n.Float64()
+	if err != nil || f != math.Trunc(f) || math.IsInf(f, 0) {
+		c.errorf(path, CodeType, "must be an integer, not %s", n.String())
+		return 0, false
+	}
+	if f < float64(lo) || f > float64(hi) {
+		c.errorf(path, CodeRange, "is %s; allowed range is %d to %d", n.String(), lo, hi)
+		return int64(f), false
+	}
+	return int64(f), true
+}
+
+// enum checks that v is one of the allowed strings.
+func (c *checker) enum(path string, v any, allowed ...string) (string, bool) {
+	s, ok := c.str(path, v)
+	if !ok {
+		return "", false
+	}
+	if !contains(allowed, s) {
+		c.errorf(path, CodeEnum, "is %q; allowed values: %s", s, strings.Join(allowed, ", "))
+		return s, false
+	}
+	return s, true
+}
+
+func fmtNum(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return fmt.Sprintf("%d", int64(f))
+	}
+	return fmt.Sprintf("%g", f)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
