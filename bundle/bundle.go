@@ -1,0 +1,309 @@
+// Package bundle reads plugin source folders and writes and verifies signed
+// plugin package files.
+//
+// A package is a zip of the plugin folder plus one signature entry,
+// META-INF/pluginhost-signature.json, that lists every file's path and SHA-256
+// and carries an Ed25519 signature by the publisher key over a digest of that
+// list. Open refuses an unsigned package, a changed, extra or missing file, and a
+// bad signature, each with its own message; whether the key is trusted is the
+// installer's decision.
+package bundle
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"pluginhost/models"
+)
+
+// SignatureEntry is the path of the signature inside a package.
+const SignatureEntry = "META-INF/pluginhost-signature.json"
+
+// signatureFormat versions the signature entry and the digest.
+const signatureFormat = "pluginhost-signature-v1"
+
+// Limits of a package, so that a hostile file cannot exhaust the server.
+const (
+	MaxPackageBytes = 8 << 20 // the package file
+	MaxFileBytes    = 1 << 20 // one file, uncompressed
+	MaxTotalBytes   = 8 << 20 // all files, uncompressed
+	MaxFiles        = 256
+)
+
+// Package is a verified package: its files, the publisher key that signed it
+// and the SHA-256 of the package file.
+type Package struct {
+	Files     map[string][]byte
+	PublicKey ed25519.PublicKey
+	KeyID     string
+	SHA256    string
+}
+
+type signature struct {
+	Format    string            `json:"format"`
+	KeyID     string            `json:"key_id"`
+	PublicKey string            `json:"public_key"`
+	Files     map[string]string `json:"files"`
+	Signature string            `json:"signature"`
+}
+
+func rejectf(format string, args ...any) error {
+	return models.Errorf(models.ErrPackageRejected, format, args...)
+}
+
+// ReadDir reads a plugin source folder: every regular file below dir, by
+// slash-separated relative path. Hidden files and folders (a name starting
+// with ".") are left out.
+func ReadDir(dir string) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	total := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if rel != "." && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file; a plugin folder holds only files and folders", rel)
+		}
+		if err := checkPath(rel); err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if len(b) > MaxFileBytes {
+			return fmt.Errorf("%s has %d bytes; a file may have at most %d", rel, len(b), MaxFileBytes)
+		}
+		total += len(b)
+		if total > MaxTotalBytes || len(files) >= MaxFiles {
+			return fmt.Errorf("the folder exceeds %d files or %d bytes", MaxFiles, MaxTotalBytes)
+		}
+		files[rel] = b
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read plugin folder %s: %w", dir, err)
+	}
+	return files, nil
+}
+
+// checkPath accepts relative, clean, slash-separated UTF-8 paths outside META-INF.
+func checkPath(p string) error {
+	switch {
+	case p == "" || !utf8.ValidString(p) || len(p) > 256:
+		return rejectf("file path %q is not a valid path of 1 to 256 bytes", p)
+	case strings.HasPrefix(p, "/") || strings.Contains(p, "\\") || strings.ContainsRune(p, 0) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../"):
+		return rejectf("file path %q is not a clean relative path", p)
+	case p == "META-INF" || strings.HasPrefix(p, "META-INF/"):
+		return rejectf("file path %q: META-INF/ is reserved for the signature", p)
+	}
+	return nil
+}
+
+// digest is what the publisher signs: the format, then each path and its
+// SHA-256 in path order.
+func digest(hashes map[string]string) []byte {
+	paths := make([]string, 0, len(hashes))
+	for p := range hashes {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	h := sha256.New()
+	io.WriteString(h, signatureFormat+"\n")
+	for _, p := range paths {
+		io.WriteString(h, p+"\x00"+hashes[p]+"\n")
+	}
+	return h.Sum(nil)
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Build writes a signed package of files.
+func Build(files map[string][]byte, key ed25519.PrivateKey) ([]byte, error) {
+	hashes := map[string]string{}
+	paths := make([]string, 0, len(files))
+	for p, b := range files {
+		if err := checkPath(p); err != nil {
+			return nil, err
+		}
+		hashes[p] = sha(b)
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	pub := key.Public().(ed25519.PublicKey)
+	sig := signature{
+		Format:    signatureFormat,
+		KeyID:     KeyID(pub),
+		PublicKey: base64.StdEncoding.EncodeToString(pub),
+		Files:     hashes,
+		Signature: base64.StdEncoding.EncodeToString(ed25519.Sign(key, digest(hashes))),
+	}
+	sigJSON, err := json.MarshalIndent(sig, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	// A fixed time keeps packages of the same folder byte-identical.
+	mtime := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, p := range append(paths, SignatureEntry) {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: p, Method: zip.Deflate, Modified: mtime})
+		if err != nil {
+			return nil, err
+		}
+		content := sigJSON
+		if p != SignatureEntry {
+			content = files[p]
+		}
+		if _, err := w.Write(content); err != nil {
+			return nil, err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	if buf.Len() > MaxPackageBytes {
+		return nil, fmt.Errorf("the package would have %d bytes; at most %d are allowed", buf.Len(), MaxPackageBytes)
+	}
+	return buf.Bytes(), nil
+}
+
+// Open reads a package file and verifies that it is whole and signed: every
+// file is covered by the signature with its exact content, nothing is missing
+// or extra, and the signature verifies with the key it names.
+func Open(data []byte) (*Package, error) {
+	if len(data) > MaxPackageBytes {
+		return nil, rejectf("the package has %d bytes; at most %d are allowed", len(data), MaxPackageBytes)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, rejectf("the package is not a valid zip file: %v", err)
+	}
+	if len(zr.File) > MaxFiles+1 {
+		return nil, rejectf("the package has %d entries; at most %d files are allowed", len(zr.File), MaxFiles)
+	}
+	files := map[string][]byte{}
+	var sigJSON []byte
+	total := int64(0)
+	for _, f := range zr.File {
+		if strings.HasSuffix(f.Name, "/") && f.UncompressedSize64 == 0 {
+			continue // a folder entry
+		}
+		if !f.Mode().IsRegular() {
+			return nil, rejectf("package entry %q is not a regular file", f.Name)
+		}
+		if f.Name != SignatureEntry {
+			if err := checkPath(f.Name); err != nil {
+				return nil, err
+			}
+		}
+		if _, dup := files[f.Name]; dup || (f.Name == SignatureEntry && sigJSON != nil) {
+			return nil, rejectf("package entry %q appears more than once", f.Name)
+		}
+		b, err := readEntry(f, &total)
+		if err != nil {
+			return nil, err
+		}
+		if f.Name == SignatureEntry {
+			sigJSON = b
+			continue
+		}
+		files[f.Name] = b
+	}
+	if sigJSON == nil {
+		return nil, rejectf("the package is not signed: it has no %s; build it with pluginhost package", SignatureEntry)
+	}
+	var sig signature
+	dec := json.NewDecoder(bytes.NewReader(sigJSON))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&sig); err != nil || sig.Format != signatureFormat {
+		return nil, rejectf("the package signature entry is malformed (want format %s)", signatureFormat)
+	}
+	var paths []string
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		want, ok := sig.Files[p]
+		if !ok {
+			return nil, rejectf("file %q is in the package but not covered by the signature (an extra file)", p)
+		}
+		if sha(files[p]) != want {
+			return nil, rejectf("file %q was changed after signing: its SHA-256 does not match the signature", p)
+		}
+	}
+	var listed []string
+	for p := range sig.Files {
+		listed = append(listed, p)
+	}
+	sort.Strings(listed)
+	for _, p := range listed {
+		if _, ok := files[p]; !ok {
+			return nil, rejectf("file %q is covered by the signature but missing from the package", p)
+		}
+	}
+	pub, err := base64.StdEncoding.DecodeString(sig.PublicKey)
+	if err != nil || len(pub) != ed25519.PublicKeySize || KeyID(pub) != sig.KeyID {
+		return nil, rejectf("the package signature names a malformed publisher key")
+	}
+	s, err := base64.StdEncoding.DecodeString(sig.Signature)
+	if err != nil || !ed25519.Verify(pub, digest(sig.Files), s) {
+		return nil, rejectf("the package signature does not verify with publisher key %s: the file list or the signature was altered", sig.KeyID)
+	}
+	return &Package{Files: files, PublicKey: pub, KeyID: sig.KeyID, SHA256: sha(data)}, nil
+}
+
+// readEntry reads one entry, refusing more than the file and total limits
+// whatever the zip header claims.
+func readEntry(f *zip.File, total *int64) ([]byte, error) {
+	if f.UncompressedSize64 > MaxFileBytes {
+		return nil, rejectf("file %q has %d bytes; a file may have at most %d", f.Name, f.UncompressedSize64, MaxFileBytes)
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, rejectf("file %q cannot be read: %v", f.Name, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, MaxFileBytes+1))
+	if err != nil {
+		return nil, rejectf("file %q is corrupt: %v", f.Name, err)
+	}
+	if len(b) > MaxFileBytes {
+		return nil, rejectf("file %q has more than %d bytes", f.Name, MaxFileBytes)
+	}
+	*total += int64(len(b))
+	if *total > MaxTotalBytes {
+		return nil, rejectf("the package's files add up to more than %d bytes", MaxTotalBytes)
+	}
+	return b, nil
+}

@@ -1,0 +1,146 @@
+package database
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"pluginhost/models"
+)
+
+// UserRow is a row of users.
+type UserRow struct {
+	ID        string `gorm:"primaryKey"`
+	Name      string
+	Admin     bool
+	CreatedAt int64
+}
+
+func (UserRow) TableName() string { return "users" }
+
+// Model returns the domain user.
+func (r UserRow) Model() *models.User { return &models.User{ID: r.ID, Name: r.Name, Admin: r.Admin} }
+
+// TokenRow is a row of tokens: only the SHA-256 of a token is kept.
+type TokenRow struct {
+	Hash      string `gorm:"primaryKey"`
+	UserID    string
+	CreatedAt int64
+}
+
+func (TokenRow) TableName() string { return "tokens" }
+
+// TrustedKeyRow is a publisher key trusted by an admin.
+type TrustedKeyRow struct {
+	ID        string `gorm:"primaryKey"`
+	PublicKey string
+	AddedBy   string
+	CreatedAt int64
+}
+
+func (TrustedKeyRow) TableName() string { return "trusted_keys" }
+
+// InstallationRow is a row of installations.
+type InstallationRow struct {
+	ID             string `gorm:"primaryKey"`
+	UserID         string
+	PluginID       string
+	Name           string
+	Version        string
+	PublisherKeyID string
+	Generation     int64
+	StorageVersion int
+	DataPolicy     string
+	Status         string
+	AIConsent      bool `gorm:"column:ai_consent"`
+	UsedBytes      int64
+	Manifest       string
+	PackageSHA256  string `gorm:"column:package_sha256"`
+	CreatedAt      int64
+	UpdatedAt      int64
+}
+
+func (InstallationRow) TableName() string { return "installations" }
+
+// Model returns the domain Installation with its parsed manifest.
+func (r InstallationRow) Model() (*models.Installation, error) {
+	var m models.Manifest
+	if err := json.Unmarshal([]byte(r.Manifest), &m); err != nil {
+		return nil, fmt.Errorf("installation %s: stored manifest: %w", r.ID, err)
+	}
+	return &models.Installation{
+		ID: r.ID, UserID: r.UserID, PluginID: r.PluginID, Name: r.Name, Version: r.Version,
+		PublisherKeyID: r.PublisherKeyID, Generation: r.Generation, StorageVersion: r.StorageVersion,
+		DataPolicy: r.DataPolicy, Status: r.Status, AIConsent: r.AIConsent, UsedBytes: r.UsedBytes,
+		Manifest: &m, CreatedAt: FromMicros(r.CreatedAt), UpdatedAt: FromMicros(r.UpdatedAt),
+	}, nil
+}
+
+// InstanceRow is a row of instances.
+type InstanceRow struct {
+	ID              string `gorm:"primaryKey"`
+	InstallationID  string
+	UserID          string
+	Name            string
+	Enabled         bool
+	Grants          string // sorted, comma-separated permission names
+	StorageRevision int64
+	CreatedAt       int64
+}
+
+func (InstanceRow) TableName() string { return "instances" }
+
+// Model returns the domain Instance.
+func (r InstanceRow) Model() *models.Instance {
+	return &models.Instance{
+		ID: r.ID, InstallationID: r.InstallationID, UserID: r.UserID, Name: r.Name, Enabled: r.Enabled,
+		Grants: SplitGrants(r.Grants), StorageRevision: r.StorageRevision, CreatedAt: FromMicros(r.CreatedAt),
+	}
+}
+
+// SplitGrants parses the stored grant list.
+func SplitGrants(s string) []string {
+	if s == "" {
+		return []string{}
+	}
+	return strings.Split(s, ",")
+}
+
+// JoinGrants returns the stored form of a grant list: sorted, unique.
+func JoinGrants(grants []string) string {
+	set := map[string]bool{}
+	for _, g := range grants {
+		set[g] = true
+	}
+	out := make([]string, 0, len(set))
+	for g := range set {
+		out = append(out, g)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+// ItemRow is a row of storage_items. Size is the item's accounted bytes: the
+// UTF-8 bytes of the key plus those of the value as compact JSON.
+type ItemRow struct {
+	InstanceID     string `gorm:"primaryKey"`
+	Namespace      string `gorm:"primaryKey"`
+	Key            string `gorm:"primaryKey;column:item_key"`
+	InstallationID string
+	Value          string
+	Size           int64
+	Revision       int64
+	CreatedAt      int64
+	UpdatedAt      int64
+}
+
+func (ItemRow) TableName() string { return "storage_items" }
+
+// Model returns the domain item.
+func (r ItemRow) Model() models.StorageItem {
+	return models.StorageItem{
+		Key: r.Key, Value: models.JSON(r.Value), Revision: r.Revision,
+		CreatedAt: FromMicros(r.CreatedAt), UpdatedAt: FromMicros(r.UpdatedAt),
+	}
+}
