@@ -1,0 +1,151 @@
+// Package httpapi is the host's HTTP surface: GraphQL over HTTP and websocket,
+// the GraphiQL playground for admins, the /v1 REST endpoints, health, readiness
+// and metrics. It authenticates every request but health and metrics, and maps
+// application errors to statuses and codes in one place.
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql/playground"
+
+	"pluginhost/auth"
+	"pluginhost/database"
+	"pluginhost/models"
+	"pluginhost/storage"
+)
+
+// MaxGraphQLBody bounds a GraphQL request body: room for the base64 of the
+// largest package.
+const MaxGraphQLBody = 12 << 20
+
+// Server holds what the HTTP handlers call.
+type Server struct {
+	Auth    *auth.Service
+	Storage *storage.Service
+	DB      *database.DB
+	// GraphQL serves /graphql (HTTP and websocket upgrades).
+	GraphQL http.Handler
+	// Playground enables GET /playground for admins.
+	Playground bool
+	// ImageProxy serves ui-images:fetch for an authenticated user; nil disables it.
+	ImageProxy http.Handler
+	Metrics    *Metrics
+	Log        *slog.Logger
+}
+
+// Handler returns the routed, instrumented handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.ready)
+	mux.Handle("GET /metrics", s.Metrics.Handler())
+	mux.Handle("/graphql", s.graphql())
+	if s.Playground {
+		mux.Handle("GET /playground", s.playground())
+	}
+	mux.Handle("DELETE /v1/plugin-instances/{instance_id}/storage", s.authenticated(http.HandlerFunc(s.resetStorage)))
+	if s.ImageProxy != nil {
+		mux.Handle("POST /v1/plugin-instances/{instance_id}/ui-images:fetch", s.authenticated(s.ImageProxy))
+	}
+	return s.Metrics.Instrument(mux)
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.DB.Ping(ctx); err != nil {
+		s.Log.Warn("readiness: database unreachable", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "database unreachable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// authenticated requires a valid bearer token and puts its user in the context.
+func (s *Server) authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := auth.FromHeader(r.Header.Get("Authorization"))
+		if !ok {
+			writeError(w, r, s.Log, models.Errorf(models.ErrUnauthenticated, "a valid bearer token is required (Authorization: Bearer <token>)"))
+			return
+		}
+		user, err := s.Auth.Authenticate(r.Context(), token)
+		if err != nil {
+			writeError(w, r, s.Log, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), user)))
+	})
+}
+
+// graphql authenticates HTTP requests by bearer token; websocket upgrades
+// authenticate in connection_init instead.
+func (s *Server) graphql() http.Handler {
+	authed := s.authenticated(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, MaxGraphQLBody)
+		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+		defer cancel()
+		s.GraphQL.ServeHTTP(w, r.WithContext(ctx))
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			s.GraphQL.ServeHTTP(w, r)
+			return
+		}
+		authed.ServeHTTP(w, r)
+	})
+}
+
+// resetStorage is DELETE /v1/plugin-instances/{instance_id}/storage.
+func (s *Server) resetStorage(w http.ResponseWriter, r *http.Request) {
+	user, _ := auth.UserFrom(r.Context())
+	id := r.PathValue("instance_id")
+	n, err := s.Storage.Reset(r.Context(), storage.Caller{UserID: user.ID}, id)
+	if err != nil {
+		writeError(w, r, s.Log, err)
+		return
+	}
+	s.Log.Info("instance storage reset", "instance", id, "user", user.ID, "deleted_items", n, "via", "rest")
+	writeJSON(w, http.StatusOK, map[string]any{"instance_id": id, "deleted_items": n})
+}
+
+// playground serves GraphiQL to admins. A browser cannot send a bearer header
+// when opening a page, so the page also accepts HTTP Basic authentication with
+// the token as the password; the page then sends the token as a bearer header
+// with every operation.
+func (s *Server) playground() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := auth.FromHeader(r.Header.Get("Authorization"))
+		if !ok {
+			_, token, ok = r.BasicAuth()
+		}
+		var user *models.User
+		var err error
+		if ok {
+			user, err = s.Auth.Authenticate(r.Context(), token)
+		}
+		if !ok || err != nil {
+			w.Header().Set("WWW-Authenticate", `Basic realm="pluginhost playground: any user name, your admin token as the password", charset="UTF-8"`)
+			writeError(w, r, s.Log, models.Errorf(models.ErrUnauthenticated, "the playground needs an admin token (HTTP Basic: any user name, the token as the password)"))
+			return
+		}
+		if !user.Admin {
+			writeError(w, r, s.Log, models.Errorf(models.ErrForbidden, "the playground is for admins"))
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		playground.Handler("pluginhost", "/graphql",
+			playground.WithGraphiqlFetcherHeaders(map[string]string{"Authorization": "Bearer " + token}),
+			playground.WithStoragePrefix("pluginhost-"+base64.RawURLEncoding.EncodeToString([]byte(user.ID))),
+		).ServeHTTP(w, r)
+	})
+}

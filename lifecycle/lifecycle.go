@@ -1,0 +1,329 @@
+// Package lifecycle installs plugins and manages their Installations and
+// Instances: install from a signed package, Instances, enabling, grants, and
+// the publisher keys the host trusts.
+package lifecycle
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"pluginhost/bundle"
+	"pluginhost/database"
+	"pluginhost/models"
+	"pluginhost/validator"
+)
+
+// Publisher receives committed storage changes (see storage.Publisher).
+type Publisher interface {
+	Publish(models.StorageChange)
+}
+
+// Service manages Installations and Instances.
+type Service struct {
+	DB  *database.DB
+	Bus Publisher
+	Log *slog.Logger
+	// TrustedKeys are the publisher keys trusted through --trusted-keys, by id.
+	// Keys trusted by an admin through GraphQL are kept in the database.
+	TrustedKeys map[string]ed25519.PublicKey
+}
+
+// MaxInstanceNameLength bounds Instance names, in characters.
+const MaxInstanceNameLength = 200
+
+// Grantable permissions of an Instance.
+var grantable = []string{models.PermissionNetwork}
+
+// OpenPackage verifies a signed package, checks that its publisher key is
+// trusted, and validates the plugin it holds.
+func (s *Service) OpenPackage(ctx context.Context, data []byte) (*bundle.Package, *models.Manifest, error) {
+	pkg, err := bundle.Open(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	trusted, err := s.trusted(ctx, pkg.KeyID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !trusted {
+		return nil, nil, models.Errorf(models.ErrPackageRejected, "publisher key %s is not trusted by this host; an admin can trust it with trustPublisherKey or --trusted-keys", pkg.KeyID)
+	}
+	m, report := validator.CheckPlugin(pkg.Files)
+	if err := report.Err("the plugin"); err != nil {
+		return nil, nil, err
+	}
+	return pkg, m, nil
+}
+
+func (s *Service) trusted(ctx context.Context, keyID string) (bool, error) {
+	if _, ok := s.TrustedKeys[keyID]; ok {
+		return true, nil
+	}
+	var n int64
+	err := s.DB.Read.WithContext(ctx).Model(&database.TrustedKeyRow{}).Where("id = ?", keyID).Count(&n).Error
+	return n > 0, err
+}
+
+// TrustKey trusts a publisher key; admins only. It returns the key id.
+func (s *Service) TrustKey(ctx context.Context, admin *models.User, publicKey string) (string, error) {
+	if !admin.Admin {
+		return "", models.Errorf(models.ErrForbidden, "only admins may trust publisher keys")
+	}
+	pub, err := bundle.ParsePublicKey(publicKey)
+	if err != nil {
+		return "", models.Errorf(models.ErrBadUserInput, "publicKey: %v", err)
+	}
+	id := bundle.KeyID(pub)
+	row := database.TrustedKeyRow{ID: id, PublicKey: bundle.FormatPublicKey(pub), AddedBy: admin.ID, CreatedAt: time.Now().UnixMicro()}
+	err = s.DB.Write.WithContext(ctx).Create(&row).Error
+	if err != nil && !database.IsDuplicate(err) {
+		return "", err
+	}
+	s.log().Info("publisher key trusted", "key_id", id, "by", admin.ID)
+	return id, nil
+}
+
+// Install installs a signed package for the user and returns the new
+// Installation, at generation 1.
+func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (*models.Installation, error) {
+	pkg, m, err := s.OpenPackage(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	manifest, _ := json.Marshal(m)
+	now := time.Now().UnixMicro()
+	row := database.InstallationRow{
+		ID: models.NewID(models.PrefixInstallation), UserID: user.ID, PluginID: m.ID, Name: m.Name, Version: m.Version,
+		PublisherKeyID: pkg.KeyID, Generation: 1, StorageVersion: storageVersion(m), DataPolicy: dataPolicy(m),
+		Status: models.InstallationInstalled, Manifest: string(manifest), PackageSHA256: pkg.SHA256, CreatedAt: now, UpdatedAt: now,
+	}
+	err = s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var existing database.InstallationRow
+		err := tx.Where("user_id = ? AND plugin_id = ?", user.ID, m.ID).Take(&existing).Error
+		if err == nil {
+			return models.Errorf(models.ErrBadUserInput, "plugin %s is already installed as %s; use updatePlugin to change its version", m.ID, existing.ID)
+		}
+		if !errors.Is(err, gorm.ErrRecordNotFound) {
+			return err
+		}
+		return tx.Create(&row).Error
+	})
+	if err != nil {
+		if database.IsDuplicate(err) {
+			return nil, models.Errorf(models.ErrBadUserInput, "plugin %s is already installed; use updatePlugin to change its version", m.ID)
+		}
+		return nil, err
+	}
+	s.log().Info("plugin installed", "installation", row.ID, "plugin", m.ID, "version", m.Version, "user", user.ID, "publisher_key", pkg.KeyID)
+	return row.Model()
+}
+
+func storageVersion(m *models.Manifest) int {
+	if st := m.EffectiveStorage(); st != nil {
+		return st.Version
+	}
+	return 0
+}
+
+// dataPolicy is the manifest's data_policy; retain when a legacy plugin omits
+// it, so that nothing is lost by default.
+func dataPolicy(m *models.Manifest) string {
+	if m.DataPolicy == "" {
+		return models.DataPolicyRetain
+	}
+	return m.DataPolicy
+}
+
+// Installations returns the user's installed plugins, oldest first.
+func (s *Service) Installations(ctx context.Context, user *models.User) ([]*models.Installation, error) {
+	var rows []database.InstallationRow
+	if err := s.DB.Read.WithContext(ctx).Where("user_id = ? AND status = ?", user.ID, models.InstallationInstalled).
+		Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*models.Installation, 0, len(rows))
+	for _, r := range rows {
+		m, err := r.Model()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Installation returns one of the user's installed plugins. Another user's
+// Installation and an unknown id look the same.
+func (s *Service) Installation(ctx context.Context, user *models.User, id string) (*models.Installation, error) {
+	var row database.InstallationRow
+	err := s.DB.Read.WithContext(ctx).Where("id = ? AND user_id = ? AND status = ?", id, user.ID, models.InstallationInstalled).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, models.Errorf(models.ErrPermissionDenied, "installation %q does not exist or does not belong to you", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return row.Model()
+}
+
+// CreateInstance adds an Instance to one of the user's Installations.
+func (s *Service) CreateInstance(ctx context.Context, user *models.User, installationID, name string) (*models.Instance, error) {
+	inst, err := s.Installation(ctx, user, installationID)
+	if err != nil {
+		return nil, err
+	}
+	name = strings.TrimSpace(name)
+	if name == "" {
+		name = inst.Name
+	}
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	row := database.InstanceRow{ID: models.NewID(models.PrefixInstance), InstallationID: inst.ID, UserID: user.ID,
+		Name: name, Enabled: true, CreatedAt: time.Now().UnixMicro()}
+	if err := s.DB.Write.WithContext(ctx).Create(&row).Error; err != nil {
+		return nil, err
+	}
+	s.log().Info("instance created", "instance", row.ID, "installation", inst.ID, "user", user.ID)
+	return row.Model(), nil
+}
+
+func checkName(name string) error {
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxInstanceNameLength {
+		return models.Errorf(models.ErrBadUserInput, "name must have 1 to %d characters", MaxInstanceNameLength)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return models.Errorf(models.ErrBadUserInput, "name may not contain control characters")
+		}
+	}
+	return nil
+}
+
+// Instance returns one of the user's Instances of an installed plugin. Another
+// user's Instance and an unknown id look the same.
+func (s *Service) Instance(ctx context.Context, user *models.User, id string) (*models.Instance, error) {
+	var row database.InstanceRow
+	err := s.DB.Read.WithContext(ctx).Table("instances").Select("instances.*").
+		Joins("JOIN installations ON installations.id = instances.installation_id").
+		Where("instances.id = ? AND instances.user_id = ? AND installations.status = ?", id, user.ID, models.InstallationInstalled).
+		Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q does not exist or does not belong to you", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return row.Model(), nil
+}
+
+// Instances returns the Instances of one Installation, oldest first.
+func (s *Service) Instances(ctx context.Context, installationID string) ([]*models.Instance, error) {
+	var rows []database.InstanceRow
+	if err := s.DB.Read.WithContext(ctx).Where("installation_id = ?", installationID).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*models.Instance, len(rows))
+	for i, r := range rows {
+		out[i] = r.Model()
+	}
+	return out, nil
+}
+
+// SetInstanceGrant grants or revokes a permission on an Instance. The manifest
+// must request the permission.
+func (s *Service) SetInstanceGrant(ctx context.Context, user *models.User, instanceID, permission string, granted bool) (*models.Instance, error) {
+	found := false
+	for _, g := range grantable {
+		found = found || g == permission
+	}
+	if !found {
+		return nil, models.Errorf(models.ErrBadUserInput, "permission %q cannot be granted to an Instance; grantable: %s", permission, strings.Join(grantable, ", "))
+	}
+	inst, err := s.Instance(ctx, user, instanceID)
+	if err != nil {
+		return nil, err
+	}
+	if granted {
+		instl, err := s.Installation(ctx, user, inst.InstallationID)
+		if err != nil {
+			return nil, err
+		}
+		if !instl.Manifest.HasPermission(permission) {
+			return nil, models.Errorf(models.ErrForbidden, "plugin %s does not request the %s permission, so it cannot be granted", instl.PluginID, permission)
+		}
+	}
+	grants := inst.Grants
+	if granted {
+		grants = append(grants, permission)
+	} else {
+		kept := grants[:0:0]
+		for _, g := range grants {
+			if g != permission {
+				kept = append(kept, g)
+			}
+		}
+		grants = kept
+	}
+	joined := database.JoinGrants(grants)
+	if err := s.DB.Write.WithContext(ctx).Model(&database.InstanceRow{}).Where("id = ?", inst.ID).Update("grants", joined).Error; err != nil {
+		return nil, err
+	}
+	inst.Grants = database.SplitGrants(joined)
+	s.log().Info("instance grant changed", "instance", inst.ID, "permission", permission, "granted", granted, "user", user.ID)
+	return inst, nil
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
+}
+
+// Usage is the storage an Instance's namespace holds.
+type Usage struct {
+	Namespace string
+	Keys      int64
+	Bytes     int64
+	MaxBytes  int
+}
+
+// InstanceUsage returns the keys and bytes each declared namespace of an
+// Instance holds.
+func (s *Service) InstanceUsage(ctx context.Context, inst *models.Instance, instl *models.Installation) ([]Usage, error) {
+	st := instl.Manifest.EffectiveStorage()
+	if st == nil {
+		return []Usage{}, nil
+	}
+	var rows []struct {
+		Namespace string
+		Keys      int64
+		Bytes     int64
+	}
+	if err := s.DB.Read.WithContext(ctx).Model(&database.ItemRow{}).
+		Select("namespace, COUNT(*) AS `keys`, COALESCE(SUM(size), 0) AS bytes").
+		Where("instance_id = ?", inst.ID).Group("namespace").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("usage of %s: %w", inst.ID, err)
+	}
+	out := make([]Usage, len(st.Namespaces))
+	for i, n := range st.Namespaces {
+		out[i] = Usage{Namespace: n.ID, MaxBytes: n.MaxBytes}
+		for _, r := range rows {
+			if r.Namespace == n.ID {
+				out[i].Keys, out[i].Bytes = r.Keys, r.Bytes
+			}
+		}
+	}
+	return out, nil
+}

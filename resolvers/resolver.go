@@ -1,0 +1,19 @@
+// Package resolvers implements the GraphQL schema. Resolvers are thin: they
+// take the authenticated user, call the domain services and map results.
+package resolvers
+
+import (
+	"log/slog"
+
+	"pluginhost/auth"
+	"pluginhost/lifecycle"
+	"pluginhost/storage"
+)
+
+// Resolver holds the services the resolvers call.
+type Resolver struct {
+	Auth      *auth.Service
+	Lifecycle *lifecycle.Service
+	Storage   *storage.Service
+	Log       *slog.Logger
+}

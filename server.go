@@ -1,0 +1,390 @@
+//go:generate go tool gqlgen generate
+
+// Command pluginhost hosts signed plugins: it serves the GraphQL, websocket and
+// REST API over each plugin Instance's persistent storage, and builds, signs,
+// validates and previews plugins.
+//
+// This file only parses the command line and wires the packages together.
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"pluginhost/auth"
+	"pluginhost/bundle"
+	"pluginhost/changes"
+	"pluginhost/database"
+	"pluginhost/httpapi"
+	"pluginhost/lifecycle"
+	"pluginhost/migrations"
+	"pluginhost/resolvers"
+	"pluginhost/storage"
+	"pluginhost/validator"
+)
+
+const usage = `pluginhost hosts signed plugins.
+
+Usage:
+  pluginhost serve [--addr A] [--db DSN] [--redis URL] [--trusted-keys DIR] [--playground=false]
+  pluginhost token create --user NAME [--admin] [--db DSN]
+  pluginhost keygen --out PREFIX
+  pluginhost package --dir DIR --key PREFIX.key --out FILE
+  pluginhost validate PATH [--json]
+
+Every flag has an environment twin: --addr PLUGINHOST_ADDR, --db PLUGINHOST_DB,
+--redis PLUGINHOST_REDIS, --trusted-keys PLUGINHOST_TRUSTED_KEYS,
+--log-level PLUGINHOST_LOG_LEVEL.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command and returns the process exit code: 0 success,
+// 1 failure (an invalid plugin for validate), 2 usage or I/O error.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(args[1:], stderr)
+	case "token":
+		err = tokenCmd(args[1:], stdout, stderr)
+	case "keygen":
+		err = keygen(args[1:], stdout)
+	case "package":
+		err = packageCmd(args[1:], stdout)
+	case "validate":
+		return validate(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "pluginhost: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		var ue usageError
+		fmt.Fprintf(stderr, "pluginhost %s: %v\n", args[0], err)
+		if errors.As(err, &ue) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+type usageError struct{ error }
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+// parse parses flags that may come before or after positional arguments.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usageError{err}
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", level)}
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// app is the wired server.
+type app struct {
+	db      *database.DB
+	bus     *changes.Bus
+	handler http.Handler
+	log     *slog.Logger
+}
+
+type config struct {
+	dsn         string
+	trustedKeys string
+	playground  bool
+}
+
+// newApp opens the store, applies migrations and wires every service.
+func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
+	trusted := map[string]ed25519.PublicKey{}
+	if cfg.trustedKeys != "" {
+		var err error
+		if trusted, err = bundle.LoadTrustedDir(cfg.trustedKeys); err != nil {
+			return nil, err
+		}
+		log.Info("trusted publisher keys loaded", "dir", cfg.trustedKeys, "keys", len(trusted))
+	}
+	db, err := database.Open(cfg.dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrations.Apply(ctx, db, log); err != nil {
+		db.Close()
+		return nil, err
+	}
+	bus := changes.NewBus()
+	authSvc := &auth.Service{DB: db}
+	store := &storage.Service{DB: db, Bus: bus, Log: log}
+	life := &lifecycle.Service{DB: db, Bus: bus, Log: log, TrustedKeys: trusted}
+	gql := httpapi.NewGraphQL(&resolvers.Resolver{Auth: authSvc, Lifecycle: life, Storage: store, Log: log}, log)
+	srv := &httpapi.Server{
+		Auth: authSvc, Storage: store, DB: db, GraphQL: gql, Playground: cfg.playground,
+		Metrics: httpapi.NewMetrics(), Log: log,
+	}
+	return &app{db: db, bus: bus, handler: srv.Handler(), log: log}, nil
+}
+
+func serve(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", env("PLUGINHOST_ADDR", "127.0.0.1:8080"), "listen address")
+	dsn := fs.String("db", env("PLUGINHOST_DB", database.DefaultDSN), "database")
+	redis := fs.String("redis", env("PLUGINHOST_REDIS", ""), "Redis URL for change events across replicas")
+	trustedKeys := fs.String("trusted-keys", env("PLUGINHOST_TRUSTED_KEYS", ""), "folder of trusted *.pub publisher keys")
+	play := fs.Bool("playground", env("PLUGINHOST_PLAYGROUND", "true") == "true", "serve GraphiQL at /playground for admins")
+	level := fs.String("log-level", env("PLUGINHOST_LOG_LEVEL", "info"), "debug, info, warn or error")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *level)
+	if err != nil {
+		return err
+	}
+	if *redis != "" {
+		return usageError{errors.New("--redis: cross-replica change events are not available in this build yet")}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := newApp(ctx, config{dsn: *dsn, trustedKeys: *trustedKeys, playground: *play}, log)
+	if err != nil {
+		return err
+	}
+	defer a.db.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	log.Info("pluginhost serving", "addr", ln.Addr().String(), "db", database.Redact(*dsn), "graphql", "http://"+ln.Addr().String()+"/graphql")
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}
+
+func tokenCmd(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return usageError{errors.New("usage: pluginhost token create --user NAME [--admin] [--db DSN]")}
+	}
+	fs := flag.NewFlagSet("token create", flag.ContinueOnError)
+	user := fs.String("user", "", "user name")
+	admin := fs.Bool("admin", false, "make the user an admin")
+	dsn := fs.String("db", env("PLUGINHOST_DB", database.DefaultDSN), "database")
+	if _, err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if *user == "" {
+		return usageError{errors.New("--user is required")}
+	}
+	ctx := context.Background()
+	db, err := database.Open(*dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := migrations.Apply(ctx, db, slog.New(slog.DiscardHandler)); err != nil {
+		return err
+	}
+	token, u, err := (&auth.Service{DB: db}).CreateToken(ctx, *user, *admin)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, token)
+	fmt.Fprintf(stderr, "token created for user %s (%s, admin: %t); it is shown only once\n", u.Name, u.ID, u.Admin)
+	return nil
+}
+
+func keygen(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("keygen", flag.ContinueOnError)
+	out := fs.String("out", "", "path prefix of the key pair")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usageError{errors.New("--out PREFIX is required")}
+	}
+	pub, err := bundle.GenerateKey(*out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s.key (private, keep it secret) and %s.pub (key id %s)\n", *out, *out, bundle.KeyID(pub))
+	return nil
+}
+
+func packageCmd(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("package", flag.ContinueOnError)
+	dir := fs.String("dir", "", "plugin source folder")
+	keyPath := fs.String("key", "", "publisher private key (PREFIX.key)")
+	out := fs.String("out", "", "package file to write")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" || *keyPath == "" || *out == "" {
+		return usageError{errors.New("usage: pluginhost package --dir DIR --key PREFIX.key --out FILE")}
+	}
+	files, err := bundle.ReadDir(*dir)
+	if err != nil {
+		return err
+	}
+	m, report := validator.CheckPlugin(files)
+	if !report.Valid {
+		writeReport(stdout, report)
+		return fmt.Errorf("%s is not a valid plugin (%d errors); nothing was packaged", *dir, len(report.Errors))
+	}
+	key, err := bundle.LoadPrivateKey(*keyPath)
+	if err != nil {
+		return err
+	}
+	pkg, err := bundle.Build(files, key)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*out, pkg, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "packaged %s %s (%d files, %d bytes) signed by key %s into %s\n",
+		m.ID, m.Version, len(files), len(pkg), bundle.KeyID(key.Public().(ed25519.PublicKey)), *out)
+	return nil
+}
+
+// validate checks a plugin folder, a package file, a manifest.json or one UI
+// config. Exit 0 valid, 1 invalid, 2 usage or I/O error.
+func validate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := parse(fs, args)
+	if err == nil && len(pos) != 1 {
+		err = errors.New("usage: pluginhost validate PATH [--json]")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "pluginhost validate: %v\n", err)
+		return 2
+	}
+	report, err := validatePath(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "pluginhost validate: %v\n", err)
+		return 2
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(report)
+	} else {
+		writeReport(stdout, report)
+	}
+	if !report.Valid {
+		return 1
+	}
+	return 0
+}
+
+func validatePath(path string) (*validator.Report, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		files, err := bundle.ReadDir(path)
+		if err != nil {
+			return nil, err
+		}
+		_, r := validator.CheckPlugin(files)
+		return r, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(string(data), "PK") {
+		pkg, err := bundle.Open(data)
+		if err != nil {
+			return nil, err
+		}
+		_, r := validator.CheckPlugin(pkg.Files)
+		return r, nil
+	}
+	if filepath.Base(path) == "manifest.json" {
+		_, r := validator.CheckManifest(data)
+		return r, nil
+	}
+	return nil, fmt.Errorf("%s: validating a single UI config is not available in this build yet", path)
+}
+
+func writeReport(w io.Writer, r *validator.Report) {
+	for _, p := range r.Errors {
+		fmt.Fprintf(w, "error   %s%s [%s] %s\n", fileOf(p.File), pointer(p.Path), p.Code, p.Message)
+	}
+	for _, p := range r.Warnings {
+		fmt.Fprintf(w, "warning %s%s [%s] %s\n", fileOf(p.File), pointer(p.Path), p.Code, p.Message)
+	}
+	if r.Valid {
+		fmt.Fprintf(w, "valid (%d warnings)\n", len(r.Warnings))
+	} else {
+		fmt.Fprintf(w, "invalid: %d errors, %d warnings\n", len(r.Errors), len(r.Warnings))
+	}
+}
+
+func fileOf(f string) string {
+	if f == "" {
+		return ""
+	}
+	return f + " "
+}
+
+func pointer(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
+}

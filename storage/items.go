@@ -1,0 +1,356 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"pluginhost/database"
+	"pluginhost/models"
+)
+
+// ListQuery selects items of host.storage.list.
+type ListQuery struct {
+	Namespace string // "" selects the default namespace
+	Query     string // case-insensitive substring of keys and values; "" lists all
+	Limit     *int   // 1 to 100; nil selects DefaultListLimit
+	Cursor    string // next_cursor of a previous page; "" starts at the first key
+}
+
+// List returns items of a namespace in key order (by code point).
+func (s *Service) List(ctx context.Context, c Caller, instanceID string, q ListQuery) (*models.ExtensionResult, error) {
+	limit := DefaultListLimit
+	if q.Limit != nil {
+		limit = *q.Limit
+	}
+	if limit < models.MinListLimit || limit > models.MaxListLimit {
+		return nil, models.Errorf(models.ErrInvalid, "limit is %d; it must be from %d to %d", limit, models.MinListLimit, models.MaxListLimit)
+	}
+	folded, err := checkQuery(q.Query)
+	if err != nil {
+		return nil, err
+	}
+	after := ""
+	if q.Cursor != "" {
+		if after, err = decodeCursor(q.Cursor); err != nil {
+			return nil, err
+		}
+	}
+	sc, err := s.loadScope(ctx, s.DB.Read, c, instanceID, false)
+	if err != nil {
+		return nil, s.internal(err)
+	}
+	ns, err := sc.namespace(c, q.Namespace, models.ToolList)
+	if err != nil {
+		return nil, err
+	}
+	db := s.DB.Read.WithContext(ctx).Where("instance_id = ? AND namespace = ? AND item_key > ?", sc.InstanceID, ns.ID, after).Order("item_key")
+	if folded == "" {
+		db = db.Limit(limit + 1)
+	}
+	var rows []database.ItemRow
+	if err := db.Find(&rows).Error; err != nil {
+		return nil, s.internal(err)
+	}
+	data := models.ListData{Namespace: ns.ID, Items: []models.ItemJSON{}}
+	res := &models.ExtensionResult{Evidence: []models.Evidence{}}
+	bytes := int64(0)
+	for _, r := range rows {
+		if !matches(r.Key, []byte(r.Value), folded) {
+			continue
+		}
+		if len(data.Items) == limit || (len(data.Items) > 0 && bytes+r.Size > MaxListResponseBytes) {
+			data.HasMore = true
+			break
+		}
+		bytes += r.Size
+		data.Items = append(data.Items, r.Model().Wire())
+		res.Evidence = append(res.Evidence, evidence(sc, ns.ID, r.Key, r.Revision))
+	}
+	if data.HasMore {
+		data.NextCursor = encodeCursor(data.Items[len(data.Items)-1].Key)
+	}
+	more := ""
+	if data.HasMore {
+		more = "; more are available"
+	}
+	res.Summary = fmt.Sprintf("Listed %d item(s) of namespace %q%s", len(data.Items), ns.ID, more)
+	res.Data = mustJSON(data)
+	return res, nil
+}
+
+// Get returns one item.
+func (s *Service) Get(ctx context.Context, c Caller, instanceID, namespace, key string) (*models.ExtensionResult, error) {
+	if err := checkReadKey(key); err != nil {
+		return nil, err
+	}
+	sc, err := s.loadScope(ctx, s.DB.Read, c, instanceID, false)
+	if err != nil {
+		return nil, s.internal(err)
+	}
+	ns, err := sc.namespace(c, namespace, models.ToolGet)
+	if err != nil {
+		return nil, err
+	}
+	row, err := getItem(ctx, s.DB.Read, sc.InstanceID, ns.ID, key)
+	if err != nil {
+		return nil, s.internal(err)
+	}
+	return itemResult(sc, ns.ID, row, fmt.Sprintf("Read %q of namespace %q at revision %d", key, ns.ID, row.Revision)), nil
+}
+
+// Create adds a key that does not exist; it never overwrites.
+func (s *Service) Create(ctx context.Context, c Caller, instanceID, namespace, key string, value models.JSON) (*models.ExtensionResult, error) {
+	if err := models.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	v, err := checkValue(value)
+	if err != nil {
+		return nil, err
+	}
+	var row database.ItemRow
+	var sc *scope
+	_, err = s.write(ctx, c, instanceID, func(tx *gorm.DB, locked *scope) (*models.StorageChange, error) {
+		sc = locked
+		ns, err := sc.namespace(c, namespace, models.ToolCreate)
+		if err != nil {
+			return nil, err
+		}
+		row, err = s.createItem(ctx, tx, sc, ns, key, v)
+		if err != nil {
+			return nil, err
+		}
+		return itemChange(ns.ID, key, models.OpCreate, row.Revision), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return itemResult(sc, row.Namespace, row, fmt.Sprintf("Created %q in namespace %q at revision 1", key, row.Namespace)), nil
+}
+
+// Update replaces a value if revision is the item's current revision.
+func (s *Service) Update(ctx context.Context, c Caller, instanceID, namespace, key string, value models.JSON, revision int64) (*models.ExtensionResult, error) {
+	if err := models.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := checkRevision(revision); err != nil {
+		return nil, err
+	}
+	v, err := checkValue(value)
+	if err != nil {
+		return nil, err
+	}
+	var row database.ItemRow
+	var sc *scope
+	_, err = s.write(ctx, c, instanceID, func(tx *gorm.DB, locked *scope) (*models.StorageChange, error) {
+		sc = locked
+		ns, err := sc.namespace(c, namespace, models.ToolUpdate)
+		if err != nil {
+			return nil, err
+		}
+		row, err = s.updateItem(ctx, tx, sc, ns, key, v, revision)
+		if err != nil {
+			return nil, err
+		}
+		return itemChange(ns.ID, key, models.OpUpdate, row.Revision), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return itemResult(sc, row.Namespace, row, fmt.Sprintf("Updated %q in namespace %q to revision %d", key, row.Namespace, row.Revision)), nil
+}
+
+// Delete removes a key if revision is its current revision.
+func (s *Service) Delete(ctx context.Context, c Caller, instanceID, namespace, key string, revision int64) (*models.ExtensionResult, error) {
+	if err := models.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := checkRevision(revision); err != nil {
+		return nil, err
+	}
+	var row database.ItemRow
+	var sc *scope
+	_, err := s.write(ctx, c, instanceID, func(tx *gorm.DB, locked *scope) (*models.StorageChange, error) {
+		sc = locked
+		ns, err := sc.namespace(c, namespace, models.ToolDelete)
+		if err != nil {
+			return nil, err
+		}
+		row, err = s.deleteItem(ctx, tx, sc, ns, key, revision)
+		if err != nil {
+			return nil, err
+		}
+		return itemChange(ns.ID, key, models.OpDelete, row.Revision), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return itemResult(sc, row.Namespace, row, fmt.Sprintf("Deleted %q (revision %d) from namespace %q", key, row.Revision, row.Namespace)), nil
+}
+
+// Reset deletes every item of one Instance, in every namespace, and returns how
+// many were deleted. Other Instances are untouched.
+func (s *Service) Reset(ctx context.Context, c Caller, instanceID string) (int64, error) {
+	var deleted int64
+	_, err := s.write(ctx, c, instanceID, func(tx *gorm.DB, sc *scope) (*models.StorageChange, error) {
+		var freed int64
+		if err := tx.Model(&database.ItemRow{}).Where("instance_id = ?", sc.InstanceID).
+			Select("COALESCE(SUM(size), 0)").Scan(&freed).Error; err != nil {
+			return nil, err
+		}
+		res := tx.Where("instance_id = ?", sc.InstanceID).Delete(&database.ItemRow{})
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		deleted = res.RowsAffected
+		if err := addUsage(tx, sc.InstallationID, -freed); err != nil {
+			return nil, err
+		}
+		return &models.StorageChange{Operation: models.OpReset}, nil
+	})
+	return deleted, err
+}
+
+func checkRevision(r int64) error {
+	if r < 1 {
+		return models.Errorf(models.ErrInvalid, "revision is %d; it must be the positive revision of the latest read", r)
+	}
+	return nil
+}
+
+func getItem(ctx context.Context, db *gorm.DB, instanceID, ns, key string) (database.ItemRow, error) {
+	var row database.ItemRow
+	err := db.WithContext(ctx).Where("instance_id = ? AND namespace = ? AND item_key = ?", instanceID, ns, key).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return row, models.Errorf(models.ErrNotFound, "key %q does not exist in namespace %q", key, ns)
+	}
+	return row, err
+}
+
+// createItem inserts a new key after checking the namespace and Installation
+// quotas.
+func (s *Service) createItem(ctx context.Context, tx *gorm.DB, sc *scope, ns models.NamespaceDecl, key string, v []byte) (database.ItemRow, error) {
+	if _, err := getItem(ctx, tx, sc.InstanceID, ns.ID, key); err == nil {
+		return database.ItemRow{}, models.Errorf(models.ErrConflict, "key %q already exists in namespace %q; create never overwrites: get it and update it with its revision", key, ns.ID)
+	} else if models.ErrorCode(err) != models.ErrNotFound {
+		return database.ItemRow{}, err
+	}
+	size := itemSize(key, v)
+	if err := checkQuota(ctx, tx, sc, ns, size, 1); err != nil {
+		return database.ItemRow{}, err
+	}
+	t := now()
+	row := database.ItemRow{InstanceID: sc.InstanceID, Namespace: ns.ID, Key: key, InstallationID: sc.InstallationID,
+		Value: string(v), Size: size, Revision: 1, CreatedAt: t, UpdatedAt: t}
+	if err := tx.Create(&row).Error; err != nil {
+		return row, err
+	}
+	return row, addUsage(tx, sc.InstallationID, size)
+}
+
+// updateItem replaces a value at the expected revision.
+func (s *Service) updateItem(ctx context.Context, tx *gorm.DB, sc *scope, ns models.NamespaceDecl, key string, v []byte, revision int64) (database.ItemRow, error) {
+	row, err := getItem(ctx, tx, sc.InstanceID, ns.ID, key)
+	if err != nil {
+		return row, err
+	}
+	if row.Revision != revision {
+		return row, models.Errorf(models.ErrConflict, "stale revision for %q in namespace %q: given %d, current %d; read it again and retry", key, ns.ID, revision, row.Revision)
+	}
+	size := itemSize(key, v)
+	if delta := size - row.Size; delta > 0 {
+		if err := checkQuota(ctx, tx, sc, ns, delta, 0); err != nil {
+			return row, err
+		}
+	}
+	old := row.Size
+	row.Value, row.Size, row.Revision, row.UpdatedAt = string(v), size, row.Revision+1, now()
+	res := tx.Exec("UPDATE storage_items SET value = ?, size = ?, revision = ?, updated_at = ? WHERE instance_id = ? AND namespace = ? AND item_key = ? AND revision = ?",
+		row.Value, row.Size, row.Revision, row.UpdatedAt, sc.InstanceID, ns.ID, key, revision)
+	if res.Error != nil {
+		return row, res.Error
+	}
+	if res.RowsAffected != 1 {
+		return row, models.Errorf(models.ErrConflict, "stale revision for %q in namespace %q; read it again and retry", key, ns.ID)
+	}
+	return row, addUsage(tx, sc.InstallationID, size-old)
+}
+
+// deleteItem removes a key at the expected revision and returns it as it was.
+func (s *Service) deleteItem(ctx context.Context, tx *gorm.DB, sc *scope, ns models.NamespaceDecl, key string, revision int64) (database.ItemRow, error) {
+	row, err := getItem(ctx, tx, sc.InstanceID, ns.ID, key)
+	if err != nil {
+		return row, err
+	}
+	if row.Revision != revision {
+		return row, models.Errorf(models.ErrConflict, "stale revision for %q in namespace %q: given %d, current %d; read it again and retry", key, ns.ID, revision, row.Revision)
+	}
+	res := tx.Exec("DELETE FROM storage_items WHERE instance_id = ? AND namespace = ? AND item_key = ? AND revision = ?", sc.InstanceID, ns.ID, key, revision)
+	if res.Error != nil {
+		return row, res.Error
+	}
+	if res.RowsAffected != 1 {
+		return row, models.Errorf(models.ErrConflict, "stale revision for %q in namespace %q; read it again and retry", key, ns.ID)
+	}
+	return row, addUsage(tx, sc.InstallationID, -row.Size)
+}
+
+// checkQuota checks that adding bytes (and keys) keeps the namespace within its
+// max_bytes and 256 keys, and the Installation within 512 KiB.
+func checkQuota(ctx context.Context, tx *gorm.DB, sc *scope, ns models.NamespaceDecl, addBytes int64, addKeys int) error {
+	var use struct {
+		Keys  int64
+		Bytes int64
+	}
+	if err := tx.WithContext(ctx).Model(&database.ItemRow{}).Select("COUNT(*) AS `keys`, COALESCE(SUM(size), 0) AS bytes").
+		Where("instance_id = ? AND namespace = ?", sc.InstanceID, ns.ID).Scan(&use).Error; err != nil {
+		return err
+	}
+	if addKeys > 0 && use.Keys+int64(addKeys) > models.MaxKeysPerNamespace {
+		return models.Errorf(models.ErrQuotaExceeded, "namespace %q already holds %d keys; a namespace may hold at most %d", ns.ID, use.Keys, models.MaxKeysPerNamespace)
+	}
+	if use.Bytes+addBytes > int64(ns.MaxBytes) {
+		return models.Errorf(models.ErrQuotaExceeded, "namespace %q would hold %d bytes, over its max_bytes of %d (now %d bytes in %d keys; an item counts its key and its value as compact JSON)",
+			ns.ID, use.Bytes+addBytes, ns.MaxBytes, use.Bytes, use.Keys)
+	}
+	if sc.UsedBytes+addBytes > models.MaxInstallationBytes {
+		return models.Errorf(models.ErrQuotaExceeded, "the Installation would hold %d bytes over all its Instances and namespaces, over the limit of %d (512 KiB; now %d bytes)",
+			sc.UsedBytes+addBytes, models.MaxInstallationBytes, sc.UsedBytes)
+	}
+	return nil
+}
+
+// addUsage moves the Installation's byte counter.
+func addUsage(tx *gorm.DB, installationID string, delta int64) error {
+	if delta == 0 {
+		return nil
+	}
+	return tx.Exec("UPDATE installations SET used_bytes = used_bytes + ? WHERE id = ?", delta, installationID).Error
+}
+
+func itemChange(ns, key, op string, revision int64) *models.StorageChange {
+	return &models.StorageChange{Namespace: ns, Key: &key, Operation: op, ItemRevision: &revision}
+}
+
+func evidence(sc *scope, ns, key string, revision int64) models.Evidence {
+	return models.Evidence{Type: models.EvidenceTypeStorage, InstanceID: sc.InstanceID, Namespace: ns, Key: key, Revision: revision}
+}
+
+func itemResult(sc *scope, ns string, row database.ItemRow, summary string) *models.ExtensionResult {
+	return &models.ExtensionResult{
+		Summary:  summary,
+		Data:     mustJSON(models.ItemData{Namespace: ns, Item: row.Model().Wire()}),
+		Evidence: []models.Evidence{evidence(sc, ns, row.Key, row.Revision)},
+	}
+}
+
+func mustJSON(v any) models.JSON {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only the host's own types are marshalled here
+	}
+	return b
+}
