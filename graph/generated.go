@@ -87,6 +87,7 @@ type ComplexityRoot struct {
 		InstallPlugin        func(childComplexity int, packageArg string) int
 		Invoke               func(childComplexity int, instanceID string, capability string, arguments models.JSON) int
 		ResetInstanceStorage func(childComplexity int, instanceID string) int
+		SetInstanceEnabled   func(childComplexity int, instanceID string, enabled bool) int
 		SetInstanceGrant     func(childComplexity int, instanceID string, permission string, granted bool) int
 		StorageCreate        func(childComplexity int, instanceID string, namespace *string, key string, value models.JSON) int
 		StorageDelete        func(childComplexity int, instanceID string, namespace *string, key string, revision int) int
@@ -157,6 +158,7 @@ type MutationResolver interface {
 	TrustPublisherKey(ctx context.Context, publicKey string) (string, error)
 	InstallPlugin(ctx context.Context, packageArg string) (*models.Installation, error)
 	CreateInstance(ctx context.Context, installationID string, name *string) (*models.Instance, error)
+	SetInstanceEnabled(ctx context.Context, instanceID string, enabled bool) (*models.Instance, error)
 	SetInstanceGrant(ctx context.Context, instanceID string, permission string, granted bool) (*models.Instance, error)
 	Invoke(ctx context.Context, instanceID string, capability string, arguments models.JSON) (*models.ExtensionResult, error)
 	StorageCreate(ctx context.Context, instanceID string, namespace *string, key string, value models.JSON) (*models.ExtensionResult, error)
@@ -419,6 +421,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResetInstanceStorage(childComplexity, args["instanceId"].(string)), true
+	case "Mutation.setInstanceEnabled":
+		if e.ComplexityRoot.Mutation.SetInstanceEnabled == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setInstanceEnabled_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetInstanceEnabled(childComplexity, args["instanceId"].(string), args["enabled"].(bool)), true
 	case "Mutation.setInstanceGrant":
 		if e.ComplexityRoot.Mutation.SetInstanceGrant == nil {
 			break
@@ -1084,6 +1097,28 @@ func (ec *executionContext) field_Mutation_resetInstanceStorage_args(ctx context
 		return nil, err
 	}
 	args["instanceId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setInstanceEnabled_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "enabled",
+		func(ctx context.Context, v any) (bool, error) {
+			return ec.unmarshalNBoolean2bool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["enabled"] = arg1
 	return args, nil
 }
 
@@ -2292,6 +2327,50 @@ func (ec *executionContext) fieldContext_Mutation_createInstance(ctx context.Con
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_createInstance_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setInstanceEnabled(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setInstanceEnabled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetInstanceEnabled(ctx, fc.Args["instanceId"].(string), fc.Args["enabled"].(bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *models.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2ᚖpluginhostᚋmodelsᚐInstance(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setInstanceEnabled(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Instance(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setInstanceEnabled_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4904,6 +4983,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "createInstance":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createInstance(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setInstanceEnabled":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setInstanceEnabled(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++

@@ -327,3 +327,21 @@ func (s *Service) InstanceUsage(ctx context.Context, inst *models.Instance, inst
 	}
 	return out, nil
 }
+
+// SetInstanceEnabled disables or re-enables an Instance. A disabled Instance
+// keeps its data and its storage revision, but nothing may read or write it by
+// any path. Re-enabling restores access to the same data, unchanged.
+func (s *Service) SetInstanceEnabled(ctx context.Context, user *models.User, instanceID string, enabled bool) (*models.Instance, error) {
+	inst, err := s.Instance(ctx, user, instanceID)
+	if err != nil {
+		return nil, err
+	}
+	if inst.Enabled != enabled {
+		if err := s.DB.Write.WithContext(ctx).Model(&database.InstanceRow{}).Where("id = ?", inst.ID).Update("enabled", enabled).Error; err != nil {
+			return nil, err
+		}
+		inst.Enabled = enabled
+		s.log().Info("instance enabled changed", "instance", inst.ID, "enabled", enabled, "user", user.ID)
+	}
+	return inst, nil
+}

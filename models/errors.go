@@ -54,8 +54,12 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrorCode returns the code of an application error, or ErrInternal.
+// ErrorCode returns the code of an application error, "" for nil, or
+// ErrInternal for any other error.
 func ErrorCode(err error) Code {
+	if err == nil {
+		return ""
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code

@@ -91,6 +91,14 @@ func (r *mutationResolver) CreateInstance(ctx context.Context, installationID st
 	return r.Lifecycle.CreateInstance(ctx, user, installationID, deref(name))
 }
 
+func (r *mutationResolver) SetInstanceEnabled(ctx context.Context, instanceID string, enabled bool) (*models.Instance, error) {
+	user, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Lifecycle.SetInstanceEnabled(ctx, user, instanceID, enabled)
+}
+
 func (r *mutationResolver) SetInstanceGrant(ctx context.Context, instanceID string, permission string, granted bool) (*models.Instance, error) {
 	user, err := auth.Require(ctx)
 	if err != nil {
