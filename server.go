@@ -129,6 +129,7 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 type app struct {
 	db      *database.DB
 	bus     *changes.Bus
+	store   *storage.Service
 	handler http.Handler
 	log     *slog.Logger
 }
@@ -160,13 +161,22 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 	bus := changes.NewBus()
 	authSvc := &auth.Service{DB: db}
 	store := &storage.Service{DB: db, Bus: bus, Log: log}
+	if db.Dialect == database.SQLite {
+		store.StartBatching()
+	}
 	life := &lifecycle.Service{DB: db, Bus: bus, Log: log, TrustedKeys: trusted}
 	gql := httpapi.NewGraphQL(&resolvers.Resolver{Auth: authSvc, Lifecycle: life, Storage: store, Log: log}, log)
 	srv := &httpapi.Server{
 		Auth: authSvc, Storage: store, DB: db, GraphQL: gql, Playground: cfg.playground,
 		Metrics: httpapi.NewMetrics(), Log: log,
 	}
-	return &app{db: db, bus: bus, handler: srv.Handler(), log: log}, nil
+	return &app{db: db, bus: bus, store: store, handler: srv.Handler(), log: log}, nil
+}
+
+// close stops the write path and closes the store.
+func (a *app) close() {
+	a.store.Close()
+	a.db.Close()
 }
 
 func serve(args []string, stderr io.Writer) error {
@@ -193,7 +203,7 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer a.db.Close()
+	defer a.close()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -27,9 +28,24 @@ const TokenPrefix = "ph_"
 // MaxUserNameLength bounds user names, in characters.
 const MaxUserNameLength = 128
 
+// CacheTTL is how long an authenticated token is remembered, so that a busy
+// client does not cost a database read per request.
+const CacheTTL = 10 * time.Second
+
+// maxCached bounds the remembered tokens.
+const maxCached = 10000
+
 // Service creates users and tokens and authenticates tokens.
 type Service struct {
 	DB *database.DB
+
+	mu    sync.Mutex
+	cache map[string]cached // by token hash
+}
+
+type cached struct {
+	user    *models.User
+	expires time.Time
 }
 
 // CreateToken creates the user if missing and returns a new token for it. With
@@ -84,10 +100,18 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*models.User,
 	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 128 {
 		return nil, errUnauthenticated
 	}
+	hash := HashToken(token)
+	now := time.Now()
+	s.mu.Lock()
+	c, ok := s.cache[hash]
+	s.mu.Unlock()
+	if ok && now.Before(c.expires) {
+		return c.user, nil
+	}
 	var user database.UserRow
 	err := s.DB.Read.WithContext(ctx).
 		Joins("JOIN tokens ON tokens.user_id = users.id").
-		Where("tokens.hash = ?", HashToken(token)).
+		Where("tokens.hash = ?", hash).
 		Take(&user).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, errUnauthenticated
@@ -95,7 +119,14 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*models.User,
 	if err != nil {
 		return nil, err
 	}
-	return user.Model(), nil
+	u := user.Model()
+	s.mu.Lock()
+	if s.cache == nil || len(s.cache) >= maxCached {
+		s.cache = map[string]cached{}
+	}
+	s.cache[hash] = cached{user: u, expires: now.Add(CacheTTL)}
+	s.mu.Unlock()
+	return u, nil
 }
 
 var errUnauthenticated = models.Errorf(models.ErrUnauthenticated, "a valid bearer token is required")

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glebarez/sqlite"
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
@@ -56,7 +55,6 @@ func gormConfig() *gorm.Config {
 	return &gorm.Config{
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true,
-		PrepareStmt:            true,
 		NowFunc:                func() time.Time { return time.Now().UTC() },
 	}
 }
@@ -72,7 +70,7 @@ func openSQLite(path string) (*DB, error) {
 	}
 	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)",
 		sqliteBusyTimeout.Milliseconds())
-	w, err := gorm.Open(sqlite.Open("file:"+path+"?"+pragmas+"&_txlock=immediate"), gormConfig())
+	w, err := gorm.Open(sqliteDialector{dsn: "file:" + path + "?" + pragmas + "&_txlock=immediate"}, gormConfig())
 	if err != nil {
 		return nil, fmt.Errorf("database: open sqlite %s: %w", path, err)
 	}
@@ -84,7 +82,7 @@ func openSQLite(path string) (*DB, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("database: open sqlite %s: %w", path, err)
 	}
-	r, err := gorm.Open(sqlite.Open("file:"+path+"?"+pragmas+"&_pragma=query_only(1)"), gormConfig())
+	r, err := gorm.Open(sqliteDialector{dsn: "file:" + path + "?" + pragmas + "&_pragma=query_only(1)"}, gormConfig())
 	if err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("database: open sqlite readers %s: %w", path, err)

@@ -56,7 +56,7 @@ func Apply(ctx context.Context, db *database.DB, log *slog.Logger) error {
 			}
 			defer c.Exec("SELECT RELEASE_LOCK(?)", lockName)
 		}
-		if err := c.Set("gorm:table_options", db.TableOptions()).AutoMigrate(&appliedRow{}); err != nil {
+		if err := c.Exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name VARCHAR(200) NOT NULL, applied_at BIGINT NOT NULL) " + db.TableOptions()).Error; err != nil {
 			return fmt.Errorf("migrations: create schema_migrations: %w", err)
 		}
 		var applied []appliedRow

@@ -2,11 +2,10 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
-
-	"gorm.io/gorm"
+	"time"
 
 	"pluginhost/database"
 	"pluginhost/models"
@@ -39,7 +38,7 @@ func (s *Service) List(ctx context.Context, c Caller, instanceID string, q ListQ
 			return nil, err
 		}
 	}
-	sc, err := s.loadScope(ctx, s.DB.Read, c, instanceID, false)
+	sc, err := s.loadScope(ctx, nil, c, instanceID)
 	if err != nil {
 		return nil, s.internal(err)
 	}
@@ -47,12 +46,8 @@ func (s *Service) List(ctx context.Context, c Caller, instanceID string, q ListQ
 	if err != nil {
 		return nil, err
 	}
-	db := s.DB.Read.WithContext(ctx).Where("instance_id = ? AND namespace = ? AND item_key > ?", sc.InstanceID, ns.ID, after).Order("item_key")
-	if folded == "" {
-		db = db.Limit(limit + 1)
-	}
-	var rows []database.ItemRow
-	if err := db.Find(&rows).Error; err != nil {
+	rows, err := s.listRows(ctx, sc.InstanceID, ns.ID, after, folded == "", limit)
+	if err != nil {
 		return nil, s.internal(err)
 	}
 	data := models.ListData{Namespace: ns.ID, Items: []models.ItemJSON{}}
@@ -87,7 +82,7 @@ func (s *Service) Get(ctx context.Context, c Caller, instanceID, namespace, key 
 	if err := checkReadKey(key); err != nil {
 		return nil, err
 	}
-	sc, err := s.loadScope(ctx, s.DB.Read, c, instanceID, false)
+	sc, err := s.loadScope(ctx, nil, c, instanceID)
 	if err != nil {
 		return nil, s.internal(err)
 	}
@@ -95,7 +90,11 @@ func (s *Service) Get(ctx context.Context, c Caller, instanceID, namespace, key 
 	if err != nil {
 		return nil, err
 	}
-	row, err := getItem(ctx, s.DB.Read, sc.InstanceID, ns.ID, key)
+	q, err := s.prepare(ctx)
+	if err != nil {
+		return nil, s.internal(err)
+	}
+	row, err := readItem(ctx, q.item, sc.InstanceID, ns.ID, key)
 	if err != nil {
 		return nil, s.internal(err)
 	}
@@ -113,7 +112,7 @@ func (s *Service) Create(ctx context.Context, c Caller, instanceID, namespace, k
 	}
 	var row database.ItemRow
 	var sc *scope
-	_, err = s.write(ctx, c, instanceID, func(tx *gorm.DB, locked *scope) (*models.StorageChange, error) {
+	_, err = s.write(ctx, c, instanceID, func(tx *sql.Tx, locked *scope) (*models.StorageChange, error) {
 		sc = locked
 		ns, err := sc.namespace(c, namespace, models.ToolCreate)
 		if err != nil {
@@ -145,7 +144,7 @@ func (s *Service) Update(ctx context.Context, c Caller, instanceID, namespace, k
 	}
 	var row database.ItemRow
 	var sc *scope
-	_, err = s.write(ctx, c, instanceID, func(tx *gorm.DB, locked *scope) (*models.StorageChange, error) {
+	_, err = s.write(ctx, c, instanceID, func(tx *sql.Tx, locked *scope) (*models.StorageChange, error) {
 		sc = locked
 		ns, err := sc.namespace(c, namespace, models.ToolUpdate)
 		if err != nil {
@@ -173,7 +172,7 @@ func (s *Service) Delete(ctx context.Context, c Caller, instanceID, namespace, k
 	}
 	var row database.ItemRow
 	var sc *scope
-	_, err := s.write(ctx, c, instanceID, func(tx *gorm.DB, locked *scope) (*models.StorageChange, error) {
+	_, err := s.write(ctx, c, instanceID, func(tx *sql.Tx, locked *scope) (*models.StorageChange, error) {
 		sc = locked
 		ns, err := sc.namespace(c, namespace, models.ToolDelete)
 		if err != nil {
@@ -195,18 +194,19 @@ func (s *Service) Delete(ctx context.Context, c Caller, instanceID, namespace, k
 // many were deleted. Other Instances are untouched.
 func (s *Service) Reset(ctx context.Context, c Caller, instanceID string) (int64, error) {
 	var deleted int64
-	_, err := s.write(ctx, c, instanceID, func(tx *gorm.DB, sc *scope) (*models.StorageChange, error) {
+	_, err := s.write(ctx, c, instanceID, func(tx *sql.Tx, sc *scope) (*models.StorageChange, error) {
 		var freed int64
-		if err := tx.Model(&database.ItemRow{}).Where("instance_id = ?", sc.InstanceID).
-			Select("COALESCE(SUM(size), 0)").Scan(&freed).Error; err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(size), 0) FROM storage_items WHERE instance_id = ?", sc.InstanceID).Scan(&freed); err != nil {
 			return nil, err
 		}
-		res := tx.Where("instance_id = ?", sc.InstanceID).Delete(&database.ItemRow{})
-		if res.Error != nil {
-			return nil, res.Error
+		res, err := tx.ExecContext(ctx, "DELETE FROM storage_items WHERE instance_id = ?", sc.InstanceID)
+		if err != nil {
+			return nil, err
 		}
-		deleted = res.RowsAffected
-		if err := addUsage(tx, sc.InstallationID, -freed); err != nil {
+		if deleted, err = res.RowsAffected(); err != nil {
+			return nil, err
+		}
+		if err := s.addUsage(ctx, tx, sc.InstallationID, -freed); err != nil {
 			return nil, err
 		}
 		return &models.StorageChange{Operation: models.OpReset}, nil
@@ -221,39 +221,59 @@ func checkRevision(r int64) error {
 	return nil
 }
 
-func getItem(ctx context.Context, db *gorm.DB, instanceID, ns, key string) (database.ItemRow, error) {
-	var row database.ItemRow
-	err := db.WithContext(ctx).Where("instance_id = ? AND namespace = ? AND item_key = ?", instanceID, ns, key).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return row, models.Errorf(models.ErrNotFound, "key %q does not exist in namespace %q", key, ns)
+// listRows reads up to limit+1 items after a key in key order; with all, every
+// remaining item (for a query, which is matched in Go).
+func (s *Service) listRows(ctx context.Context, instanceID, ns, after string, bounded bool, limit int) ([]database.ItemRow, error) {
+	q, err := s.prepare(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return row, err
+	n := models.MaxKeysPerNamespace + 1
+	if bounded {
+		n = limit + 1
+	}
+	rs, err := q.list.QueryContext(ctx, instanceID, ns, after, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var rows []database.ItemRow
+	for rs.Next() {
+		r := database.ItemRow{InstanceID: instanceID, Namespace: ns}
+		if err := rs.Scan(&r.Key, &r.Value, &r.Size, &r.Revision, &r.CreatedAt, &r.UpdatedAt); err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, rs.Err()
 }
 
 // createItem inserts a new key after checking the namespace and Installation
 // quotas.
-func (s *Service) createItem(ctx context.Context, tx *gorm.DB, sc *scope, ns models.NamespaceDecl, key string, v []byte) (database.ItemRow, error) {
-	if _, err := getItem(ctx, tx, sc.InstanceID, ns.ID, key); err == nil {
+func (s *Service) createItem(ctx context.Context, tx *sql.Tx, sc *scope, ns models.NamespaceDecl, key string, v []byte) (database.ItemRow, error) {
+	q := &s.q
+	if _, err := readItem(ctx, on(ctx, tx, q.itemLocked), sc.InstanceID, ns.ID, key); err == nil {
 		return database.ItemRow{}, models.Errorf(models.ErrConflict, "key %q already exists in namespace %q; create never overwrites: get it and update it with its revision", key, ns.ID)
 	} else if models.ErrorCode(err) != models.ErrNotFound {
 		return database.ItemRow{}, err
 	}
 	size := itemSize(key, v)
-	if err := checkQuota(ctx, tx, sc, ns, size, 1); err != nil {
+	if err := s.checkQuota(ctx, tx, sc, ns, size, 1); err != nil {
 		return database.ItemRow{}, err
 	}
-	t := now()
+	t := time.Now().UnixMicro()
 	row := database.ItemRow{InstanceID: sc.InstanceID, Namespace: ns.ID, Key: key, InstallationID: sc.InstallationID,
 		Value: string(v), Size: size, Revision: 1, CreatedAt: t, UpdatedAt: t}
-	if err := tx.Create(&row).Error; err != nil {
+	if _, err := on(ctx, tx, q.insert).ExecContext(ctx, row.InstanceID, row.Namespace, row.Key, row.InstallationID, row.Value, row.Size, t, t); err != nil {
 		return row, err
 	}
-	return row, addUsage(tx, sc.InstallationID, size)
+	return row, s.addUsage(ctx, tx, sc.InstallationID, size)
 }
 
 // updateItem replaces a value at the expected revision.
-func (s *Service) updateItem(ctx context.Context, tx *gorm.DB, sc *scope, ns models.NamespaceDecl, key string, v []byte, revision int64) (database.ItemRow, error) {
-	row, err := getItem(ctx, tx, sc.InstanceID, ns.ID, key)
+func (s *Service) updateItem(ctx context.Context, tx *sql.Tx, sc *scope, ns models.NamespaceDecl, key string, v []byte, revision int64) (database.ItemRow, error) {
+	q := &s.q
+	row, err := readItem(ctx, on(ctx, tx, q.itemLocked), sc.InstanceID, ns.ID, key)
 	if err != nil {
 		return row, err
 	}
@@ -262,59 +282,62 @@ func (s *Service) updateItem(ctx context.Context, tx *gorm.DB, sc *scope, ns mod
 	}
 	size := itemSize(key, v)
 	if delta := size - row.Size; delta > 0 {
-		if err := checkQuota(ctx, tx, sc, ns, delta, 0); err != nil {
+		if err := s.checkQuota(ctx, tx, sc, ns, delta, 0); err != nil {
 			return row, err
 		}
 	}
 	old := row.Size
-	row.Value, row.Size, row.Revision, row.UpdatedAt = string(v), size, row.Revision+1, now()
-	res := tx.Exec("UPDATE storage_items SET value = ?, size = ?, revision = ?, updated_at = ? WHERE instance_id = ? AND namespace = ? AND item_key = ? AND revision = ?",
-		row.Value, row.Size, row.Revision, row.UpdatedAt, sc.InstanceID, ns.ID, key, revision)
-	if res.Error != nil {
-		return row, res.Error
+	row.Value, row.Size, row.Revision, row.UpdatedAt = string(v), size, row.Revision+1, time.Now().UnixMicro()
+	res, err := on(ctx, tx, q.update).ExecContext(ctx, row.Value, row.Size, row.UpdatedAt, sc.InstanceID, ns.ID, key, revision)
+	if err != nil {
+		return row, err
 	}
-	if res.RowsAffected != 1 {
-		return row, models.Errorf(models.ErrConflict, "stale revision for %q in namespace %q; read it again and retry", key, ns.ID)
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return row, staleOr(err, key, ns.ID)
 	}
-	return row, addUsage(tx, sc.InstallationID, size-old)
+	return row, s.addUsage(ctx, tx, sc.InstallationID, size-old)
 }
 
 // deleteItem removes a key at the expected revision and returns it as it was.
-func (s *Service) deleteItem(ctx context.Context, tx *gorm.DB, sc *scope, ns models.NamespaceDecl, key string, revision int64) (database.ItemRow, error) {
-	row, err := getItem(ctx, tx, sc.InstanceID, ns.ID, key)
+func (s *Service) deleteItem(ctx context.Context, tx *sql.Tx, sc *scope, ns models.NamespaceDecl, key string, revision int64) (database.ItemRow, error) {
+	q := &s.q
+	row, err := readItem(ctx, on(ctx, tx, q.itemLocked), sc.InstanceID, ns.ID, key)
 	if err != nil {
 		return row, err
 	}
 	if row.Revision != revision {
 		return row, models.Errorf(models.ErrConflict, "stale revision for %q in namespace %q: given %d, current %d; read it again and retry", key, ns.ID, revision, row.Revision)
 	}
-	res := tx.Exec("DELETE FROM storage_items WHERE instance_id = ? AND namespace = ? AND item_key = ? AND revision = ?", sc.InstanceID, ns.ID, key, revision)
-	if res.Error != nil {
-		return row, res.Error
+	res, err := on(ctx, tx, q.del).ExecContext(ctx, sc.InstanceID, ns.ID, key, revision)
+	if err != nil {
+		return row, err
 	}
-	if res.RowsAffected != 1 {
-		return row, models.Errorf(models.ErrConflict, "stale revision for %q in namespace %q; read it again and retry", key, ns.ID)
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return row, staleOr(err, key, ns.ID)
 	}
-	return row, addUsage(tx, sc.InstallationID, -row.Size)
+	return row, s.addUsage(ctx, tx, sc.InstallationID, -row.Size)
+}
+
+func staleOr(err error, key, ns string) error {
+	if err != nil {
+		return err
+	}
+	return models.Errorf(models.ErrConflict, "stale revision for %q in namespace %q; read it again and retry", key, ns)
 }
 
 // checkQuota checks that adding bytes (and keys) keeps the namespace within its
 // max_bytes and 256 keys, and the Installation within 512 KiB.
-func checkQuota(ctx context.Context, tx *gorm.DB, sc *scope, ns models.NamespaceDecl, addBytes int64, addKeys int) error {
-	var use struct {
-		Keys  int64
-		Bytes int64
-	}
-	if err := tx.WithContext(ctx).Model(&database.ItemRow{}).Select("COUNT(*) AS `keys`, COALESCE(SUM(size), 0) AS bytes").
-		Where("instance_id = ? AND namespace = ?", sc.InstanceID, ns.ID).Scan(&use).Error; err != nil {
+func (s *Service) checkQuota(ctx context.Context, tx *sql.Tx, sc *scope, ns models.NamespaceDecl, addBytes int64, addKeys int) error {
+	var keys, bytes int64
+	if err := on(ctx, tx, s.q.usage).QueryRowContext(ctx, sc.InstanceID, ns.ID).Scan(&keys, &bytes); err != nil {
 		return err
 	}
-	if addKeys > 0 && use.Keys+int64(addKeys) > models.MaxKeysPerNamespace {
-		return models.Errorf(models.ErrQuotaExceeded, "namespace %q already holds %d keys; a namespace may hold at most %d", ns.ID, use.Keys, models.MaxKeysPerNamespace)
+	if addKeys > 0 && keys+int64(addKeys) > models.MaxKeysPerNamespace {
+		return models.Errorf(models.ErrQuotaExceeded, "namespace %q already holds %d keys; a namespace may hold at most %d", ns.ID, keys, models.MaxKeysPerNamespace)
 	}
-	if use.Bytes+addBytes > int64(ns.MaxBytes) {
+	if bytes+addBytes > int64(ns.MaxBytes) {
 		return models.Errorf(models.ErrQuotaExceeded, "namespace %q would hold %d bytes, over its max_bytes of %d (now %d bytes in %d keys; an item counts its key and its value as compact JSON)",
-			ns.ID, use.Bytes+addBytes, ns.MaxBytes, use.Bytes, use.Keys)
+			ns.ID, bytes+addBytes, ns.MaxBytes, bytes, keys)
 	}
 	if sc.UsedBytes+addBytes > models.MaxInstallationBytes {
 		return models.Errorf(models.ErrQuotaExceeded, "the Installation would hold %d bytes over all its Instances and namespaces, over the limit of %d (512 KiB; now %d bytes)",
@@ -324,11 +347,12 @@ func checkQuota(ctx context.Context, tx *gorm.DB, sc *scope, ns models.Namespace
 }
 
 // addUsage moves the Installation's byte counter.
-func addUsage(tx *gorm.DB, installationID string, delta int64) error {
+func (s *Service) addUsage(ctx context.Context, tx *sql.Tx, installationID string, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
-	return tx.Exec("UPDATE installations SET used_bytes = used_bytes + ? WHERE id = ?", delta, installationID).Error
+	_, err := on(ctx, tx, s.q.addUsage).ExecContext(ctx, delta, installationID)
+	return err
 }
 
 func itemChange(ns, key, op string, revision int64) *models.StorageChange {

@@ -16,16 +16,14 @@ package storage
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
-
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"pluginhost/database"
 	"pluginhost/models"
@@ -45,6 +43,9 @@ type Service struct {
 
 	decls  sync.Map // declKey -> *decl
 	stripe [64]sync.Mutex
+	q      queries
+	readDB *sql.DB
+	batch  *batcher
 }
 
 // Caller is who calls and under which restrictions.
@@ -84,28 +85,25 @@ type declKey struct {
 	generation   int64
 }
 
-const scopeColumns = `instances.id AS instance_id, instances.user_id, instances.enabled, instances.storage_revision,
-	installations.id AS installation_id, installations.plugin_id, installations.status,
-	installations.generation, installations.used_bytes`
-
 // loadScope reads an Instance for the caller and checks that it may be used:
 // it exists and is the caller's (the two look the same), its plugin is
 // installed and requests storage, it is enabled, and the generation matches.
-// With lock, the Instance's and Installation's rows are locked until the
-// transaction ends.
-func (s *Service) loadScope(ctx context.Context, db *gorm.DB, c Caller, instanceID string, lock bool) (*scope, error) {
-	q := db.WithContext(ctx).Table("instances").Select(scopeColumns).
-		Joins("JOIN installations ON installations.id = instances.installation_id").
-		Where("instances.id = ?", instanceID)
-	if lock {
-		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+// Inside a transaction, the Instance's and Installation's rows are locked until
+// it ends.
+func (s *Service) loadScope(ctx context.Context, tx *sql.Tx, c Caller, instanceID string) (*scope, error) {
+	q, err := s.prepare(ctx)
+	if err != nil {
+		return nil, err
 	}
-	var sc scope
-	res := q.Limit(1).Scan(&sc)
-	if res.Error != nil {
-		return nil, res.Error
+	st := q.scope
+	if tx != nil {
+		st = on(ctx, tx, q.scopeLocked)
 	}
-	if res.RowsAffected == 0 || sc.UserID != c.UserID {
+	sc, err := scanScope(ctx, st, instanceID)
+	if err != nil {
+		return nil, err
+	}
+	if sc == nil || sc.UserID != c.UserID {
 		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q does not exist or does not belong to you", instanceID)
 	}
 	if sc.Status != models.InstallationInstalled {
@@ -114,7 +112,11 @@ func (s *Service) loadScope(ctx context.Context, db *gorm.DB, c Caller, instance
 	if !sc.Enabled {
 		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q is disabled: its storage can be neither read nor written until it is enabled", instanceID)
 	}
-	d, err := s.declOf(ctx, db, sc.InstallationID, sc.Generation)
+	var qr querier = s.readDB
+	if tx != nil {
+		qr = tx // never a second connection while holding locks: the pool may be exhausted
+	}
+	d, err := s.declOf(ctx, qr, sc.InstallationID, sc.Generation)
 	if err != nil {
 		return nil, err
 	}
@@ -125,26 +127,32 @@ func (s *Service) loadScope(ctx context.Context, db *gorm.DB, c Caller, instance
 	if c.Generation != 0 && c.Generation != sc.Generation {
 		return nil, models.Errorf(models.ErrConflict, "stale package generation: the call was issued for generation %d, the Installation is now at generation %d", c.Generation, sc.Generation)
 	}
-	return &sc, nil
+	return sc, nil
+}
+
+// querier runs a query on a connection or in a transaction.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // declOf returns the storage declaration of an Installation at a generation.
 // A generation's manifest never changes, so it is cached.
-func (s *Service) declOf(ctx context.Context, db *gorm.DB, installationID string, generation int64) (*decl, error) {
+func (s *Service) declOf(ctx context.Context, q querier, installationID string, generation int64) (*decl, error) {
 	k := declKey{installationID, generation}
 	if d, ok := s.decls.Load(k); ok {
 		return d.(*decl), nil
 	}
-	var row database.InstallationRow
-	if err := db.WithContext(ctx).Select("id", "manifest", "generation").Where("id = ?", installationID).Take(&row).Error; err != nil {
+	var raw string
+	var gen int64
+	if err := q.QueryRowContext(ctx, "SELECT manifest, generation FROM installations WHERE id = ?", installationID).Scan(&raw, &gen); err != nil {
 		return nil, fmt.Errorf("load manifest of %s: %w", installationID, err)
 	}
-	inst, err := row.Model()
-	if err != nil {
-		return nil, err
+	var m models.Manifest
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return nil, fmt.Errorf("installation %s: stored manifest: %w", installationID, err)
 	}
-	d := &decl{storage: inst.Manifest.EffectiveStorage(), hasStorage: inst.Manifest.HasPermission(models.PermissionStorage)}
-	if row.Generation == generation {
+	d := &decl{storage: m.EffectiveStorage(), hasStorage: m.HasPermission(models.PermissionStorage)}
+	if gen == generation {
 		s.decls.Store(k, d)
 	}
 	return d, nil
@@ -178,33 +186,24 @@ func (sc *scope) namespace(c Caller, ns, tool string) (models.NamespaceDecl, err
 	return n, nil
 }
 
-// write runs fn in a transaction on the locked scope. fn returns the change it
-// made (nil for none); write then bumps the Instance's storage revision,
-// commits, and publishes the change, keeping publication in revision order.
-func (s *Service) write(ctx context.Context, c Caller, instanceID string, fn func(tx *gorm.DB, sc *scope) (*models.StorageChange, error)) (*models.StorageChange, error) {
-	var (
-		change *models.StorageChange
-		held   *sync.Mutex
-	)
-	err := s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		sc, err := s.loadScope(ctx, tx, c, instanceID, true)
-		if err != nil {
-			return err
-		}
-		change, err = fn(tx, sc)
+// write applies one change: on the SQLite write goroutine when batching, else
+// in a transaction of its own, then publishes it.
+func (s *Service) write(ctx context.Context, c Caller, instanceID string, fn writeFunc) (*models.StorageChange, error) {
+	if s.batch != nil {
+		ch, err := s.submit(ctx, c, instanceID, fn)
+		return ch, s.internal(err)
+	}
+	var change *models.StorageChange
+	var held *sync.Mutex
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		change, err = s.apply(ctx, tx, c, instanceID, fn)
 		if err != nil || change == nil {
 			return err
 		}
-		if err := tx.Exec("UPDATE instances SET storage_revision = storage_revision + 1 WHERE id = ?", sc.InstanceID).Error; err != nil {
-			return err
-		}
-		change.InstanceID = sc.InstanceID
-		change.UserID = sc.UserID
-		change.InstallationID = sc.InstallationID
-		change.StorageRevision = sc.StorageRevision + 1
-		// Held from before commit until published: changes of one Instance are
-		// published in the order they committed.
-		held = s.stripeOf(sc.InstanceID)
+		// Held from before commit until published: changes of one Instance
+		// are published in the order they committed.
+		held = s.stripeOf(instanceID)
 		held.Lock()
 		return nil
 	})
@@ -217,6 +216,28 @@ func (s *Service) write(ctx context.Context, c Caller, instanceID string, fn fun
 	if err != nil {
 		return nil, s.internal(err)
 	}
+	return change, nil
+}
+
+// apply runs fn on the locked scope inside tx and, when it changed something,
+// bumps the Instance's storage revision. It returns the change to publish once
+// committed.
+func (s *Service) apply(ctx context.Context, tx *sql.Tx, c Caller, instanceID string, fn writeFunc) (*models.StorageChange, error) {
+	sc, err := s.loadScope(ctx, tx, c, instanceID)
+	if err != nil {
+		return nil, err
+	}
+	change, err := fn(tx, sc)
+	if err != nil || change == nil {
+		return nil, err
+	}
+	if _, err := on(ctx, tx, s.q.bump).ExecContext(ctx, sc.InstanceID); err != nil {
+		return nil, err
+	}
+	change.InstanceID = sc.InstanceID
+	change.UserID = sc.UserID
+	change.InstallationID = sc.InstallationID
+	change.StorageRevision = sc.StorageRevision + 1
 	return change, nil
 }
 
@@ -244,5 +265,3 @@ func (s *Service) internal(err error) error {
 	}
 	return fmt.Errorf("storage: %w", err)
 }
-
-func now() int64 { return time.Now().UnixMicro() }

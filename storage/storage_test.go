@@ -470,7 +470,7 @@ func TestInstallationQuota(t *testing.T) {
 		// Fill instance one to exactly 512 KiB: 16 items of 32 KiB per namespace.
 		for _, ns := range []string{"a", "b"} {
 			for i := 0; i < 16; i++ {
-				key := fmt.Sprintf("k%02d", i)                                     // 3 bytes
+				key := fmt.Sprintf("k%02d", i)                                    // 3 bytes
 				value := js(strings.Repeat("x", models.MaxNamespaceBytes/16-3-2)) // with quotes: 16381 bytes
 				if _, err := e.Store.Create(ctx, c, one.ID, ns, key, value); err != nil {
 					t.Fatalf("fill %s/%s: %v", ns, key, err)

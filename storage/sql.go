@@ -1,0 +1,109 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"pluginhost/database"
+	"pluginhost/models"
+)
+
+// queries holds the storage statements, prepared once per connection. The
+// storage path is the host's hottest: it runs its statements through
+// database/sql on the connections gorm manages, so that each statement is
+// parsed once per connection instead of once per call.
+type queries struct {
+	once sync.Once
+	err  error
+
+	scope, scopeLocked, item, itemLocked, usage *sql.Stmt
+	insert, update, del, addUsage, bump         *sql.Stmt
+	list                                        *sql.Stmt
+}
+
+const (
+	scopeSQL = `SELECT instances.user_id, instances.enabled, instances.storage_revision,
+	installations.id, installations.plugin_id, installations.status, installations.generation, installations.used_bytes
+	FROM instances JOIN installations ON installations.id = instances.installation_id WHERE instances.id = ?`
+	itemSQL  = `SELECT value, size, revision, created_at, updated_at FROM storage_items WHERE instance_id = ? AND namespace = ? AND item_key = ?`
+	usageSQL = `SELECT COUNT(*), COALESCE(SUM(size), 0) FROM storage_items WHERE instance_id = ? AND namespace = ?`
+	listSQL  = `SELECT item_key, value, size, revision, created_at, updated_at FROM storage_items
+	WHERE instance_id = ? AND namespace = ? AND item_key > ? ORDER BY item_key LIMIT ?`
+	insertSQL = `INSERT INTO storage_items (instance_id, namespace, item_key, installation_id, value, size, revision, created_at, updated_at)
+	VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)`
+	updateSQL   = `UPDATE storage_items SET value = ?, size = ?, revision = revision + 1, updated_at = ? WHERE instance_id = ? AND namespace = ? AND item_key = ? AND revision = ?`
+	deleteSQL   = `DELETE FROM storage_items WHERE instance_id = ? AND namespace = ? AND item_key = ? AND revision = ?`
+	addUsageSQL = `UPDATE installations SET used_bytes = used_bytes + ? WHERE id = ?`
+	bumpSQL     = `UPDATE instances SET storage_revision = storage_revision + 1 WHERE id = ?`
+)
+
+// prepare prepares the statements on first use.
+func (s *Service) prepare(ctx context.Context) (*queries, error) {
+	q := &s.q
+	q.once.Do(func() {
+		w, err := s.DB.Write.DB()
+		if err != nil {
+			q.err = err
+			return
+		}
+		r, err := s.DB.Read.DB()
+		if err != nil {
+			q.err = err
+			return
+		}
+		s.readDB = r
+		lock := ""
+		if s.DB.Dialect == database.MySQL {
+			lock = " FOR UPDATE"
+		}
+		for _, p := range []struct {
+			db   *sql.DB
+			dst  **sql.Stmt
+			text string
+		}{
+			{r, &q.scope, scopeSQL}, {w, &q.scopeLocked, scopeSQL + lock},
+			{r, &q.item, itemSQL}, {w, &q.itemLocked, itemSQL}, {w, &q.usage, usageSQL},
+			{r, &q.list, listSQL},
+			{w, &q.insert, insertSQL}, {w, &q.update, updateSQL}, {w, &q.del, deleteSQL},
+			{w, &q.addUsage, addUsageSQL}, {w, &q.bump, bumpSQL},
+		} {
+			if *p.dst, q.err = p.db.PrepareContext(ctx, p.text); q.err != nil {
+				q.err = fmt.Errorf("storage: prepare: %w", q.err)
+				return
+			}
+		}
+	})
+	return q, q.err
+}
+
+// on returns the statement for use inside tx, or as is outside one.
+func on(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
+	if tx == nil {
+		return st
+	}
+	return tx.StmtContext(ctx, st)
+}
+
+// scanScope reads the scope row of an Instance.
+func scanScope(ctx context.Context, st *sql.Stmt, instanceID string) (*scope, error) {
+	sc := &scope{InstanceID: instanceID}
+	err := st.QueryRowContext(ctx, instanceID).Scan(&sc.UserID, &sc.Enabled, &sc.StorageRevision,
+		&sc.InstallationID, &sc.PluginID, &sc.Status, &sc.Generation, &sc.UsedBytes)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return sc, err
+}
+
+// readItem reads one item, or NOT_FOUND.
+func readItem(ctx context.Context, st *sql.Stmt, instanceID, ns, key string) (database.ItemRow, error) {
+	r := database.ItemRow{InstanceID: instanceID, Namespace: ns, Key: key}
+	err := st.QueryRowContext(ctx, instanceID, ns, key).Scan(&r.Value, &r.Size, &r.Revision, &r.CreatedAt, &r.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, models.Errorf(models.ErrNotFound, "key %q does not exist in namespace %q", key, ns)
+	}
+	return r, err
+}

@@ -1,0 +1,164 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+
+	"pluginhost/models"
+)
+
+// Group commit (SQLite). SQLite has one writer; handing its connection from
+// goroutine to goroutine costs a scheduling wake-up per write, which under
+// load dominates. Instead one goroutine owns the write path: it takes every
+// queued write, runs them one after another in a single transaction and
+// commits once. Each write still sees the writes before it, so revisions and
+// quotas hold exactly as with one transaction per write.
+//
+// A write that fails a rule has written nothing (every rule is checked before
+// the first statement that changes data), so it simply reports its error. A
+// database error rolls the batch back, and its writes run again, each in a
+// transaction of its own, so one bad write cannot fail its neighbours.
+
+// MaxBatch bounds the writes committed together.
+const MaxBatch = 64
+
+type writeFunc func(tx *sql.Tx, sc *scope) (*models.StorageChange, error)
+
+type writeReq struct {
+	ctx        context.Context
+	c          Caller
+	instanceID string
+	fn         writeFunc
+	done       chan writeResult
+}
+
+type writeResult struct {
+	change *models.StorageChange
+	err    error
+}
+
+type batcher struct {
+	queue chan *writeReq
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// StartBatching makes one goroutine own writes (for SQLite). Close stops it.
+func (s *Service) StartBatching() {
+	s.batch = &batcher{queue: make(chan *writeReq, 4*MaxBatch), stop: make(chan struct{})}
+	s.batch.wg.Add(1)
+	go s.writeLoop()
+}
+
+// Close stops the write goroutine after the queued writes.
+func (s *Service) Close() {
+	if s.batch != nil {
+		close(s.batch.stop)
+		s.batch.wg.Wait()
+	}
+}
+
+func (s *Service) submit(ctx context.Context, c Caller, instanceID string, fn writeFunc) (*models.StorageChange, error) {
+	req := &writeReq{ctx: ctx, c: c, instanceID: instanceID, fn: fn, done: make(chan writeResult, 1)}
+	select {
+	case s.batch.queue <- req:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.batch.stop:
+		return nil, errors.New("storage: shutting down")
+	}
+	r := <-req.done // a started write always completes and answers
+	return r.change, r.err
+}
+
+func (s *Service) writeLoop() {
+	defer s.batch.wg.Done()
+	batch := make([]*writeReq, 0, MaxBatch)
+	for {
+		select {
+		case req := <-s.batch.queue:
+			batch = append(batch[:0], req)
+		case <-s.batch.stop:
+			for {
+				select {
+				case req := <-s.batch.queue:
+					s.runBatch([]*writeReq{req})
+				default:
+					return
+				}
+			}
+		}
+	fill:
+		for len(batch) < MaxBatch {
+			select {
+			case req := <-s.batch.queue:
+				batch = append(batch, req)
+			default:
+				break fill
+			}
+		}
+		s.runBatch(batch)
+	}
+}
+
+// runBatch runs writes in one transaction; on a database error, each again
+// alone.
+func (s *Service) runBatch(batch []*writeReq) {
+	results := make([]writeResult, len(batch))
+	err := s.inTx(context.Background(), func(tx *sql.Tx) error {
+		for i, req := range batch {
+			if err := req.ctx.Err(); err != nil {
+				results[i].err = err
+				continue
+			}
+			// Once started, a write runs to the end: cancelling one statement
+			// would make SQLite roll back the whole batch's transaction.
+			ch, err := s.apply(context.WithoutCancel(req.ctx), tx, req.c, req.instanceID, req.fn)
+			var appErr *models.Error
+			if err != nil && !errors.As(err, &appErr) {
+				return err // the transaction is unusable: retry one by one
+			}
+			results[i] = writeResult{ch, err}
+		}
+		return nil
+	})
+	if err != nil && len(batch) > 1 {
+		for _, req := range batch {
+			s.runBatch([]*writeReq{req})
+		}
+		return
+	}
+	for i, req := range batch {
+		r := results[i]
+		if err != nil {
+			r = writeResult{nil, s.internal(err)}
+		} else if r.change != nil {
+			s.Bus.Publish(*r.change)
+		}
+		req.done <- r
+	}
+}
+
+// inTx runs fn in a transaction on the writer and commits if it succeeds.
+func (s *Service) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	// Statements are prepared before the transaction takes a connection: on
+	// SQLite it holds the only writer connection.
+	if _, err := s.prepare(ctx); err != nil {
+		return err
+	}
+	w, err := s.DB.Write.DB()
+	if err != nil {
+		return err
+	}
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
