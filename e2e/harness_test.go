@@ -366,4 +366,6 @@ func manifest(id string, namespaces ...map[string]any) map[string]any {
 	}
 }
 
-func ns(id string, maxBytes int) map[string]any { return map[string]any{"id": id, "max_bytes": maxBytes} }
+func ns(id string, maxBytes int) map[string]any {
+	return map[string]any{"id": id, "max_bytes": maxBytes}
+}
