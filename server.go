@@ -164,7 +164,7 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 	if db.Dialect == database.SQLite {
 		store.StartBatching()
 	}
-	life := &lifecycle.Service{DB: db, Bus: bus, Log: log, TrustedKeys: trusted}
+	life := &lifecycle.Service{DB: db, Bus: bus, Storage: store, Log: log, TrustedKeys: trusted}
 	gql := httpapi.NewGraphQL(&resolvers.Resolver{Auth: authSvc, Lifecycle: life, Storage: store, Log: log}, log)
 	srv := &httpapi.Server{
 		Auth: authSvc, Storage: store, DB: db, GraphQL: gql, Playground: cfg.playground,

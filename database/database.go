@@ -5,6 +5,7 @@ package database
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -197,3 +198,13 @@ func Micros(t time.Time) int64 { return t.UnixMicro() }
 
 // FromMicros is the inverse of Micros, in UTC.
 func FromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// SQLTx returns the database/sql transaction under a gorm transaction, so
+// that packages on database/sql can work inside it.
+func SQLTx(tx *gorm.DB) (*sql.Tx, error) {
+	t, ok := tx.Statement.ConnPool.(*sql.Tx)
+	if !ok {
+		return nil, fmt.Errorf("database: %T is not a transaction", tx.Statement.ConnPool)
+	}
+	return t, nil
+}

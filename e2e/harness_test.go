@@ -256,6 +256,18 @@ func (c *Client) Do(t testing.TB, query string, vars map[string]any) (map[string
 	return out.Data, out.Errors
 }
 
+// Send posts an operation and ignores its outcome (for a request whose server
+// is about to be killed).
+func (c *Client) Send(query string, vars map[string]any) {
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequest("POST", c.URL+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if resp, err := httpClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
 // Must runs an operation that must succeed and decodes its data into v.
 func (c *Client) Must(t testing.TB, query string, vars map[string]any, v any) {
 	t.Helper()

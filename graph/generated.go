@@ -93,6 +93,8 @@ type ComplexityRoot struct {
 		StorageDelete        func(childComplexity int, instanceID string, namespace *string, key string, revision int) int
 		StorageUpdate        func(childComplexity int, instanceID string, namespace *string, key string, value models.JSON, revision int) int
 		TrustPublisherKey    func(childComplexity int, publicKey string) int
+		UninstallPlugin      func(childComplexity int, installationID string) int
+		UpdatePlugin         func(childComplexity int, installationID string, packageArg string) int
 	}
 
 	Namespace struct {
@@ -157,6 +159,8 @@ type InstanceResolver interface {
 type MutationResolver interface {
 	TrustPublisherKey(ctx context.Context, publicKey string) (string, error)
 	InstallPlugin(ctx context.Context, packageArg string) (*models.Installation, error)
+	UpdatePlugin(ctx context.Context, installationID string, packageArg string) (*models.Installation, error)
+	UninstallPlugin(ctx context.Context, installationID string) (bool, error)
 	CreateInstance(ctx context.Context, installationID string, name *string) (*models.Instance, error)
 	SetInstanceEnabled(ctx context.Context, instanceID string, enabled bool) (*models.Instance, error)
 	SetInstanceGrant(ctx context.Context, instanceID string, permission string, granted bool) (*models.Instance, error)
@@ -487,6 +491,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.TrustPublisherKey(childComplexity, args["publicKey"].(string)), true
+	case "Mutation.uninstallPlugin":
+		if e.ComplexityRoot.Mutation.UninstallPlugin == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_uninstallPlugin_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UninstallPlugin(childComplexity, args["installationId"].(string)), true
+	case "Mutation.updatePlugin":
+		if e.ComplexityRoot.Mutation.UpdatePlugin == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updatePlugin_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdatePlugin(childComplexity, args["installationId"].(string), args["package"].(string)), true
 
 	case "Namespace.aiAccess":
 		if e.ComplexityRoot.Namespace.AiAccess == nil {
@@ -1285,6 +1311,42 @@ func (ec *executionContext) field_Mutation_trustPublisherKey_args(ctx context.Co
 		return nil, err
 	}
 	args["publicKey"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_uninstallPlugin_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "installationId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["installationId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updatePlugin_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "installationId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["installationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "package",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["package"] = arg1
 	return args, nil
 }
 
@@ -2283,6 +2345,94 @@ func (ec *executionContext) fieldContext_Mutation_installPlugin(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_installPlugin_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updatePlugin(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updatePlugin(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdatePlugin(ctx, fc.Args["installationId"].(string), fc.Args["package"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *models.Installation) graphql.Marshaler {
+			return ec.marshalNInstallation2ᚖpluginhostᚋmodelsᚐInstallation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updatePlugin(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Installation(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updatePlugin_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_uninstallPlugin(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_uninstallPlugin(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UninstallPlugin(ctx, fc.Args["installationId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_uninstallPlugin(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_uninstallPlugin_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4976,6 +5126,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "installPlugin":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_installPlugin(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatePlugin":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updatePlugin(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "uninstallPlugin":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_uninstallPlugin(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++

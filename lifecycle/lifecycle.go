@@ -16,10 +16,12 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"pluginhost/bundle"
 	"pluginhost/database"
 	"pluginhost/models"
+	"pluginhost/storage"
 	"pluginhost/validator"
 )
 
@@ -32,7 +34,9 @@ type Publisher interface {
 type Service struct {
 	DB  *database.DB
 	Bus Publisher
-	Log *slog.Logger
+	// Storage migrates stored data when a package changes.
+	Storage *storage.Service
+	Log     *slog.Logger
 	// TrustedKeys are the publisher keys trusted through --trusted-keys, by id.
 	// Keys trusted by an admin through GraphQL are kept in the database.
 	TrustedKeys map[string]ed25519.PublicKey
@@ -93,8 +97,11 @@ func (s *Service) TrustKey(ctx context.Context, admin *models.User, publicKey st
 	return id, nil
 }
 
-// Install installs a signed package for the user and returns the new
-// Installation, at generation 1.
+// Install installs a signed package for the user. A plugin the user
+// uninstalled with data_policy retain comes back as the same Installation,
+// with the same id, Instances and stored data, at the next generation (its
+// storage migrated if the package raises the storage version). Otherwise the
+// Installation is new, at generation 1.
 func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (*models.Installation, error) {
 	pkg, m, err := s.OpenPackage(ctx, data)
 	if err != nil {
@@ -107,16 +114,24 @@ func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (
 		PublisherKeyID: pkg.KeyID, Generation: 1, StorageVersion: storageVersion(m), DataPolicy: dataPolicy(m),
 		Status: models.InstallationInstalled, Manifest: string(manifest), PackageSHA256: pkg.SHA256, CreatedAt: now, UpdatedAt: now,
 	}
+	restored := false
+	var changes []models.StorageChange
 	err = s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var existing database.InstallationRow
-		err := tx.Where("user_id = ? AND plugin_id = ?", user.ID, m.ID).Take(&existing).Error
-		if err == nil {
+		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+			Where("user_id = ? AND plugin_id = ?", user.ID, m.ID).Take(&existing).Error
+		switch {
+		case errors.Is(err, gorm.ErrRecordNotFound):
+			return tx.Create(&row).Error
+		case err != nil:
+			return err
+		case existing.Status == models.InstallationInstalled:
 			return models.Errorf(models.ErrBadUserInput, "plugin %s is already installed as %s; use updatePlugin to change its version", m.ID, existing.ID)
 		}
-		if !errors.Is(err, gorm.ErrRecordNotFound) {
-			return err
-		}
-		return tx.Create(&row).Error
+		restored = true
+		row = existing
+		changes, err = s.replacePackage(ctx, tx, &row, pkg, m)
+		return err
 	})
 	if err != nil {
 		if database.IsDuplicate(err) {
@@ -124,7 +139,13 @@ func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (
 		}
 		return nil, err
 	}
-	s.log().Info("plugin installed", "installation", row.ID, "plugin", m.ID, "version", m.Version, "user", user.ID, "publisher_key", pkg.KeyID)
+	s.publish(changes)
+	if restored {
+		s.log().Info("plugin reinstalled with its retained data", "installation", row.ID, "plugin", m.ID, "version", m.Version,
+			"generation", row.Generation, "user", user.ID, "publisher_key", pkg.KeyID)
+	} else {
+		s.log().Info("plugin installed", "installation", row.ID, "plugin", m.ID, "version", m.Version, "user", user.ID, "publisher_key", pkg.KeyID)
+	}
 	return row.Model()
 }
 

@@ -29,6 +29,7 @@ type Migration struct {
 // All lists every migration in version order.
 var All = []Migration{
 	{1, "initial schema: users, tokens, trusted keys, installations, instances, storage items", initial},
+	{2, "credentials, OAuth state and pending actions of Installations", securityLifecycle},
 }
 
 type appliedRow struct {

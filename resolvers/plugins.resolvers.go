@@ -83,6 +83,29 @@ func (r *mutationResolver) InstallPlugin(ctx context.Context, packageArg string)
 	return r.Lifecycle.Install(ctx, user, data)
 }
 
+func (r *mutationResolver) UpdatePlugin(ctx context.Context, installationID string, packageArg string) (*models.Installation, error) {
+	user, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	data, err := decodePackage(packageArg)
+	if err != nil {
+		return nil, err
+	}
+	return r.Lifecycle.Update(ctx, user, installationID, data)
+}
+
+func (r *mutationResolver) UninstallPlugin(ctx context.Context, installationID string) (bool, error) {
+	user, err := auth.Require(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Lifecycle.Uninstall(ctx, user, installationID); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 func (r *mutationResolver) CreateInstance(ctx context.Context, installationID string, name *string) (*models.Instance, error) {
 	user, err := auth.Require(ctx)
 	if err != nil {

@@ -1,0 +1,67 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"pluginhost/database"
+	"pluginhost/models"
+)
+
+// securityTables hold what an Installation keeps under the security
+// lifecycle; uninstall deletes them whatever the data policy.
+var securityTables = []string{"installation_credentials", "oauth_states", "pending_actions"}
+
+// Uninstall removes an installed plugin. Credentials, OAuth state and pending
+// actions are always deleted. With data_policy purge the Installation, its
+// Instances and all their stored data are deleted. With retain they are kept,
+// unreachable, until the same user installs the same plugin again; the AI
+// consent is withdrawn, so a reinstall asks for it again.
+func (s *Service) Uninstall(ctx context.Context, user *models.User, installationID string) error {
+	var row database.InstallationRow
+	var instances []database.InstanceRow
+	var deletedItems int64
+	err := s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("installation_id = ?", installationID).Order("id").
+			Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Find(&instances).Error; err != nil {
+			return err
+		}
+		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+			Where("id = ? AND user_id = ? AND status = ?", installationID, user.ID, models.InstallationInstalled).Take(&row).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return models.Errorf(models.ErrPermissionDenied, "installation %q does not exist or does not belong to you", installationID)
+		}
+		if err != nil {
+			return err
+		}
+		for _, table := range securityTables {
+			if err := tx.Table(table).Where("installation_id = ?", row.ID).Delete(nil).Error; err != nil {
+				return err
+			}
+		}
+		if row.DataPolicy == models.DataPolicyPurge {
+			res := tx.Where("installation_id = ?", row.ID).Delete(&database.ItemRow{})
+			if res.Error != nil {
+				return res.Error
+			}
+			deletedItems = res.RowsAffected
+			if err := tx.Where("installation_id = ?", row.ID).Delete(&database.InstanceRow{}).Error; err != nil {
+				return err
+			}
+			return tx.Delete(&database.InstallationRow{}, "id = ?", row.ID).Error
+		}
+		return tx.Model(&database.InstallationRow{}).Where("id = ?", row.ID).Updates(map[string]any{
+			"status": models.InstallationUninstalled, "ai_consent": false, "updated_at": time.Now().UnixMicro(),
+		}).Error
+	})
+	if err != nil {
+		return err
+	}
+	s.log().Info("plugin uninstalled", "installation", row.ID, "plugin", row.PluginID, "data_policy", row.DataPolicy,
+		"instances", len(instances), "deleted_items", deletedItems, "user", user.ID)
+	return nil
+}

@@ -1,0 +1,58 @@
+package models
+
+import (
+	"strconv"
+	"strings"
+)
+
+// CompareVersions orders two semantic versions (MAJOR.MINOR.PATCH with an
+// optional -prerelease) by semver precedence: -1, 0 or +1. Versions are
+// assumed valid (the validator checks them).
+func CompareVersions(a, b string) int {
+	ac, apre, _ := strings.Cut(a, "-")
+	bc, bpre, _ := strings.Cut(b, "-")
+	if c := compareDotted(ac, bc, true); c != 0 {
+		return c
+	}
+	switch {
+	case apre == "" && bpre == "":
+		return 0
+	case apre == "":
+		return 1 // a release is newer than its pre-releases
+	case bpre == "":
+		return -1
+	}
+	return compareDotted(apre, bpre, false)
+}
+
+func compareDotted(a, b string, numeric bool) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		an, aerr := strconv.ParseUint(as[i], 10, 64)
+		bn, berr := strconv.ParseUint(bs[i], 10, 64)
+		switch {
+		case aerr == nil && berr == nil:
+			if an != bn {
+				if an < bn {
+					return -1
+				}
+				return 1
+			}
+		case aerr == nil: // numeric identifiers sort before others
+			return -1
+		case berr == nil:
+			return 1
+		default:
+			if c := strings.Compare(as[i], bs[i]); c != 0 {
+				return c
+			}
+		}
+	}
+	switch {
+	case len(as) < len(bs):
+		return -1
+	case len(as) > len(bs):
+		return 1
+	}
+	return 0
+}
