@@ -366,3 +366,23 @@ func (s *Service) SetInstanceEnabled(ctx context.Context, user *models.User, ins
 	}
 	return inst, nil
 }
+
+// SetAIConsent records the user's grant (or withdrawal) of ai_storage for an
+// Installation. The manifest must request ai_storage. After the grant the AI
+// is not asked per call; every call is still checked.
+func (s *Service) SetAIConsent(ctx context.Context, user *models.User, installationID string, granted bool) (*models.Installation, error) {
+	instl, err := s.Installation(ctx, user, installationID)
+	if err != nil {
+		return nil, err
+	}
+	if granted && !instl.Manifest.HasPermission(models.PermissionAIStorage) {
+		return nil, models.Errorf(models.ErrForbidden, "plugin %s does not request the ai_storage permission, so it cannot be granted", instl.PluginID)
+	}
+	if err := s.DB.Write.WithContext(ctx).Model(&database.InstallationRow{}).Where("id = ?", instl.ID).
+		Updates(map[string]any{"ai_consent": granted, "updated_at": time.Now().UnixMicro()}).Error; err != nil {
+		return nil, err
+	}
+	instl.AIConsent = granted
+	s.log().Info("ai_storage consent changed", "installation", instl.ID, "plugin", instl.PluginID, "granted", granted, "user", user.ID)
+	return instl, nil
+}

@@ -30,6 +30,7 @@ type Migration struct {
 var All = []Migration{
 	{1, "initial schema: users, tokens, trusted keys, installations, instances, storage items", initial},
 	{2, "credentials, OAuth state and pending actions of Installations", securityLifecycle},
+	{3, "audit trail of AI and host-action storage changes", storageAudit},
 }
 
 type appliedRow struct {

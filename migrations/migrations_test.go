@@ -30,7 +30,7 @@ func TestApply(t *testing.T) {
 		if n := testenv.Count(t, db.Read, "schema_migrations", ""); n != int64(len(migrations.All)) {
 			t.Fatalf("recorded %d migrations, want %d", n, len(migrations.All))
 		}
-		for _, table := range []string{"users", "tokens", "trusted_keys", "installations", "instances", "storage_items", "installation_credentials", "oauth_states", "pending_actions"} {
+		for _, table := range []string{"users", "tokens", "trusted_keys", "installations", "instances", "storage_items", "installation_credentials", "oauth_states", "pending_actions", "storage_audit"} {
 			if !db.Read.Migrator().HasTable(table) {
 				t.Errorf("table %s missing", table)
 			}

@@ -21,6 +21,11 @@ type ListQuery struct {
 
 // List returns items of a namespace in key order (by code point).
 func (s *Service) List(ctx context.Context, c Caller, instanceID string, q ListQuery) (*models.ExtensionResult, error) {
+	return s.list(ctx, c, instanceID, q, nil)
+}
+
+// list lists items that match the query and, when set, keep.
+func (s *Service) list(ctx context.Context, c Caller, instanceID string, q ListQuery, keep func(value []byte) bool) (*models.ExtensionResult, error) {
 	limit := DefaultListLimit
 	if q.Limit != nil {
 		limit = *q.Limit
@@ -46,7 +51,7 @@ func (s *Service) List(ctx context.Context, c Caller, instanceID string, q ListQ
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.listRows(ctx, sc.InstanceID, ns.ID, after, folded == "", limit)
+	rows, err := s.listRows(ctx, sc.InstanceID, ns.ID, after, folded == "" && keep == nil, limit)
 	if err != nil {
 		return nil, s.internal(err)
 	}
@@ -54,7 +59,7 @@ func (s *Service) List(ctx context.Context, c Caller, instanceID string, q ListQ
 	res := &models.ExtensionResult{Evidence: []models.Evidence{}}
 	bytes := int64(0)
 	for _, r := range rows {
-		if !matches(r.Key, []byte(r.Value), folded) {
+		if !matches(r.Key, []byte(r.Value), folded) || keep != nil && !keep([]byte(r.Value)) {
 			continue
 		}
 		if len(data.Items) == limit || (len(data.Items) > 0 && bytes+r.Size > MaxListResponseBytes) {
@@ -112,17 +117,11 @@ func (s *Service) Create(ctx context.Context, c Caller, instanceID, namespace, k
 	}
 	var row database.ItemRow
 	var sc *scope
-	_, err = s.write(ctx, c, instanceID, func(tx *sql.Tx, locked *scope) (*models.StorageChange, error) {
+	_, err = s.write(ctx, c, instanceID, false, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
 		sc = locked
-		ns, err := sc.namespace(c, namespace, models.ToolCreate)
-		if err != nil {
-			return nil, err
-		}
-		row, err = s.createItem(ctx, tx, sc, ns, key, v)
-		if err != nil {
-			return nil, err
-		}
-		return itemChange(ns.ID, key, models.OpCreate, row.Revision), nil
+		m, r, err := s.create(ctx, tx, c, sc, namespace, key, v)
+		row = r
+		return []mutation{m}, err
 	})
 	if err != nil {
 		return nil, err
@@ -144,17 +143,11 @@ func (s *Service) Update(ctx context.Context, c Caller, instanceID, namespace, k
 	}
 	var row database.ItemRow
 	var sc *scope
-	_, err = s.write(ctx, c, instanceID, func(tx *sql.Tx, locked *scope) (*models.StorageChange, error) {
+	_, err = s.write(ctx, c, instanceID, false, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
 		sc = locked
-		ns, err := sc.namespace(c, namespace, models.ToolUpdate)
-		if err != nil {
-			return nil, err
-		}
-		row, err = s.updateItem(ctx, tx, sc, ns, key, v, revision)
-		if err != nil {
-			return nil, err
-		}
-		return itemChange(ns.ID, key, models.OpUpdate, row.Revision), nil
+		m, r, err := s.update(ctx, tx, c, sc, namespace, key, v, revision)
+		row = r
+		return []mutation{m}, err
 	})
 	if err != nil {
 		return nil, err
@@ -172,17 +165,11 @@ func (s *Service) Delete(ctx context.Context, c Caller, instanceID, namespace, k
 	}
 	var row database.ItemRow
 	var sc *scope
-	_, err := s.write(ctx, c, instanceID, func(tx *sql.Tx, locked *scope) (*models.StorageChange, error) {
+	_, err := s.write(ctx, c, instanceID, false, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
 		sc = locked
-		ns, err := sc.namespace(c, namespace, models.ToolDelete)
-		if err != nil {
-			return nil, err
-		}
-		row, err = s.deleteItem(ctx, tx, sc, ns, key, revision)
-		if err != nil {
-			return nil, err
-		}
-		return itemChange(ns.ID, key, models.OpDelete, row.Revision), nil
+		m, r, err := s.delete(ctx, tx, c, sc, namespace, key, revision)
+		row = r
+		return []mutation{m}, err
 	})
 	if err != nil {
 		return nil, err
@@ -190,11 +177,46 @@ func (s *Service) Delete(ctx context.Context, c Caller, instanceID, namespace, k
 	return itemResult(sc, row.Namespace, row, fmt.Sprintf("Deleted %q (revision %d) from namespace %q", key, row.Revision, row.Namespace)), nil
 }
 
+// create, update and delete are the three item changes inside a write, for
+// one key each; the standard tools and host actions share them.
+func (s *Service) create(ctx context.Context, tx *sql.Tx, c Caller, sc *scope, namespace, key string, v []byte) (mutation, database.ItemRow, error) {
+	ns, err := sc.namespace(c, namespace, models.ToolCreate)
+	if err != nil {
+		return mutation{}, database.ItemRow{}, err
+	}
+	if err := checkNamespaceValue(ns.ID, v); err != nil {
+		return mutation{}, database.ItemRow{}, err
+	}
+	row, err := s.createItem(ctx, tx, sc, ns, key, v)
+	return mutation{ns: ns.ID, key: key, op: models.OpCreate, after: 1, valueBytes: int64(len(v))}, row, err
+}
+
+func (s *Service) update(ctx context.Context, tx *sql.Tx, c Caller, sc *scope, namespace, key string, v []byte, revision int64) (mutation, database.ItemRow, error) {
+	ns, err := sc.namespace(c, namespace, models.ToolUpdate)
+	if err != nil {
+		return mutation{}, database.ItemRow{}, err
+	}
+	if err := checkNamespaceValue(ns.ID, v); err != nil {
+		return mutation{}, database.ItemRow{}, err
+	}
+	row, err := s.updateItem(ctx, tx, sc, ns, key, v, revision)
+	return mutation{ns: ns.ID, key: key, op: models.OpUpdate, before: revision, after: row.Revision, valueBytes: int64(len(v))}, row, err
+}
+
+func (s *Service) delete(ctx context.Context, tx *sql.Tx, c Caller, sc *scope, namespace, key string, revision int64) (mutation, database.ItemRow, error) {
+	ns, err := sc.namespace(c, namespace, models.ToolDelete)
+	if err != nil {
+		return mutation{}, database.ItemRow{}, err
+	}
+	row, err := s.deleteItem(ctx, tx, sc, ns, key, revision)
+	return mutation{ns: ns.ID, key: key, op: models.OpDelete, before: revision}, row, err
+}
+
 // Reset deletes every item of one Instance, in every namespace, and returns how
 // many were deleted. Other Instances are untouched.
 func (s *Service) Reset(ctx context.Context, c Caller, instanceID string) (int64, error) {
 	var deleted int64
-	_, err := s.write(ctx, c, instanceID, func(tx *sql.Tx, sc *scope) (*models.StorageChange, error) {
+	_, err := s.write(ctx, c, instanceID, false, func(tx *sql.Tx, sc *scope) ([]mutation, error) {
 		var freed int64
 		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(size), 0) FROM storage_items WHERE instance_id = ?", sc.InstanceID).Scan(&freed); err != nil {
 			return nil, err
@@ -209,7 +231,7 @@ func (s *Service) Reset(ctx context.Context, c Caller, instanceID string) (int64
 		if err := s.addUsage(ctx, tx, sc.InstallationID, -freed); err != nil {
 			return nil, err
 		}
-		return &models.StorageChange{Operation: models.OpReset}, nil
+		return []mutation{{op: models.OpReset}}, nil
 	})
 	return deleted, err
 }
@@ -353,10 +375,6 @@ func (s *Service) addUsage(ctx context.Context, tx *sql.Tx, installationID strin
 	}
 	_, err := on(ctx, tx, s.q.addUsage).ExecContext(ctx, delta, installationID)
 	return err
-}
-
-func itemChange(ns, key, op string, revision int64) *models.StorageChange {
-	return &models.StorageChange{Namespace: ns, Key: &key, Operation: op, ItemRevision: &revision}
 }
 
 func evidence(sc *scope, ns, key string, revision int64) models.Evidence {

@@ -58,6 +58,27 @@ type Caller struct {
 	// Generation, when non-zero, is the package generation the caller was
 	// issued for; a different current generation is a CONFLICT.
 	Generation int64
+	// Actor, when set, records each change and each refused attempt in the
+	// audit trail: ActorAI or ActorHost.
+	Actor string
+	// Capability names what acts for the actor: the storage tool the AI
+	// called, or the capability whose host actions are applied.
+	Capability string
+}
+
+// Audited actors.
+const (
+	ActorAI   = "ai"
+	ActorHost = "host"
+)
+
+// mutation is one change a write made, before it is published.
+type mutation struct {
+	ns, key    string // key "" for a change of the whole Instance
+	op         string
+	before     int64 // item revision before (0: none)
+	after      int64 // item revision after (0: none)
+	valueBytes int64
 }
 
 // scope is an Instance with what the rules need of its Installation.
@@ -71,13 +92,16 @@ type scope struct {
 	Status          string
 	Generation      int64
 	UsedBytes       int64
+	AIConsent       bool
 	decl            *decl
 }
 
 // decl is the storage an Installation's manifest declares, at one generation.
 type decl struct {
-	storage    *models.StorageDecl // nil: the plugin has no storage
-	hasStorage bool                // the manifest requests the storage permission
+	storage      *models.StorageDecl // nil: the plugin has no storage
+	hasStorage   bool                // the manifest requests the storage permission
+	hasAIStorage bool                // the manifest requests ai_storage
+	capabilities map[string]string   // declared capability id -> kind
 }
 
 type declKey struct {
@@ -103,18 +127,26 @@ func (s *Service) loadScope(ctx context.Context, tx *sql.Tx, c Caller, instanceI
 	if err != nil {
 		return nil, err
 	}
-	if sc == nil || sc.UserID != c.UserID {
+	if sc == nil {
 		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q does not exist or does not belong to you", instanceID)
-	}
-	if sc.Status != models.InstallationInstalled {
-		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q belongs to a plugin that is uninstalled", instanceID)
-	}
-	if !sc.Enabled {
-		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q is disabled: its storage can be neither read nor written until it is enabled", instanceID)
 	}
 	var qr querier = s.readDB
 	if tx != nil {
 		qr = tx // never a second connection while holding locks: the pool may be exhausted
+	}
+	return s.checkScope(ctx, qr, c, sc)
+}
+
+// checkScope applies the rules of every call to a scope read for the caller.
+func (s *Service) checkScope(ctx context.Context, qr querier, c Caller, sc *scope) (*scope, error) {
+	if sc.UserID != c.UserID {
+		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q does not exist or does not belong to you", sc.InstanceID)
+	}
+	if sc.Status != models.InstallationInstalled {
+		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q belongs to a plugin that is uninstalled", sc.InstanceID)
+	}
+	if !sc.Enabled {
+		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q is disabled: its storage can be neither read nor written until it is enabled", sc.InstanceID)
 	}
 	d, err := s.declOf(ctx, qr, sc.InstallationID, sc.Generation)
 	if err != nil {
@@ -123,6 +155,9 @@ func (s *Service) loadScope(ctx context.Context, tx *sql.Tx, c Caller, instanceI
 	sc.decl = d
 	if !d.hasStorage || d.storage == nil {
 		return nil, models.Errorf(models.ErrPermissionDenied, "plugin %s does not request the storage permission", sc.PluginID)
+	}
+	if c.AI && (!d.hasAIStorage || !sc.AIConsent) {
+		return nil, models.Errorf(models.ErrPermissionDenied, "the AI may not use the storage of plugin %s: the user has not granted ai_storage (or the plugin no longer requests it)", sc.PluginID)
 	}
 	if c.Generation != 0 && c.Generation != sc.Generation {
 		return nil, models.Errorf(models.ErrConflict, "stale package generation: the call was issued for generation %d, the Installation is now at generation %d", c.Generation, sc.Generation)
@@ -151,7 +186,11 @@ func (s *Service) declOf(ctx context.Context, q querier, installationID string, 
 	if err := json.Unmarshal([]byte(raw), &m); err != nil {
 		return nil, fmt.Errorf("installation %s: stored manifest: %w", installationID, err)
 	}
-	d := &decl{storage: m.EffectiveStorage(), hasStorage: m.HasPermission(models.PermissionStorage)}
+	d := &decl{storage: m.EffectiveStorage(), hasStorage: m.HasPermission(models.PermissionStorage),
+		hasAIStorage: m.HasPermission(models.PermissionAIStorage), capabilities: map[string]string{}}
+	for _, c := range m.Capabilities {
+		d.capabilities[c.ID] = c.Kind
+	}
 	if gen == generation {
 		s.decls.Store(k, d)
 	}
@@ -186,59 +225,91 @@ func (sc *scope) namespace(c Caller, ns, tool string) (models.NamespaceDecl, err
 	return n, nil
 }
 
-// write applies one change: on the SQLite write goroutine when batching, else
-// in a transaction of its own, then publishes it.
-func (s *Service) write(ctx context.Context, c Caller, instanceID string, fn writeFunc) (*models.StorageChange, error) {
+// writeFunc makes the changes of one write inside tx, on the locked scope.
+type writeFunc func(tx *sql.Tx, sc *scope) ([]mutation, error)
+
+// write applies one write and publishes its changes: on the SQLite write
+// goroutine when batching, else in a transaction of its own. A write that may
+// fail after changing something (several mutations) sets all, so that inside
+// a batch it runs under a savepoint.
+func (s *Service) write(ctx context.Context, c Caller, instanceID string, all bool, fn writeFunc) ([]models.StorageChange, error) {
+	var changes []models.StorageChange
+	var err error
 	if s.batch != nil {
-		ch, err := s.submit(ctx, c, instanceID, fn)
-		return ch, s.internal(err)
-	}
-	var change *models.StorageChange
-	var held *sync.Mutex
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		change, err = s.apply(ctx, tx, c, instanceID, fn)
-		if err != nil || change == nil {
-			return err
+		changes, err = s.submit(ctx, c, instanceID, all, fn)
+	} else {
+		var held *sync.Mutex
+		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			var err error
+			changes, err = s.apply(ctx, tx, c, instanceID, fn)
+			if err != nil || len(changes) == 0 {
+				return err
+			}
+			// Held from before commit until published: changes of one
+			// Instance are published in the order they committed.
+			held = s.stripeOf(instanceID)
+			held.Lock()
+			return nil
+		})
+		if held != nil {
+			if err == nil {
+				s.publish(changes)
+			}
+			held.Unlock()
 		}
-		// Held from before commit until published: changes of one Instance
-		// are published in the order they committed.
-		held = s.stripeOf(instanceID)
-		held.Lock()
-		return nil
-	})
-	if held != nil {
-		if err == nil {
-			s.Bus.Publish(*change)
-		}
-		held.Unlock()
 	}
 	if err != nil {
 		return nil, s.internal(err)
 	}
-	return change, nil
+	return changes, nil
 }
 
-// apply runs fn on the locked scope inside tx and, when it changed something,
-// bumps the Instance's storage revision. It returns the change to publish once
-// committed.
-func (s *Service) apply(ctx context.Context, tx *sql.Tx, c Caller, instanceID string, fn writeFunc) (*models.StorageChange, error) {
+func (s *Service) publish(changes []models.StorageChange) {
+	for _, c := range changes {
+		s.Bus.Publish(c)
+	}
+}
+
+// apply runs fn on the locked scope inside tx, bumps the Instance's storage
+// revision once per mutation, and records audited mutations. It returns the
+// changes to publish once committed.
+func (s *Service) apply(ctx context.Context, tx *sql.Tx, c Caller, instanceID string, fn writeFunc) ([]models.StorageChange, error) {
 	sc, err := s.loadScope(ctx, tx, c, instanceID)
 	if err != nil {
 		return nil, err
 	}
-	change, err := fn(tx, sc)
-	if err != nil || change == nil {
+	muts, err := fn(tx, sc)
+	if err != nil || len(muts) == 0 {
 		return nil, err
 	}
-	if _, err := on(ctx, tx, s.q.bump).ExecContext(ctx, sc.InstanceID); err != nil {
+	if _, err := on(ctx, tx, s.q.bump).ExecContext(ctx, len(muts), sc.InstanceID); err != nil {
 		return nil, err
 	}
-	change.InstanceID = sc.InstanceID
-	change.UserID = sc.UserID
-	change.InstallationID = sc.InstallationID
-	change.StorageRevision = sc.StorageRevision + 1
-	return change, nil
+	changes := make([]models.StorageChange, len(muts))
+	for i, m := range muts {
+		ch := models.StorageChange{
+			InstanceID: sc.InstanceID, UserID: sc.UserID, InstallationID: sc.InstallationID,
+			StorageRevision: sc.StorageRevision + int64(i) + 1, Namespace: m.ns, Operation: m.op,
+		}
+		if m.key != "" {
+			k := m.key
+			ch.Key = &k
+		}
+		if m.after > 0 || m.op == models.OpDelete {
+			r := m.after
+			if m.op == models.OpDelete {
+				r = m.before
+			}
+			ch.ItemRevision = &r
+		}
+		changes[i] = ch
+		if c.Actor != "" {
+			if err := s.auditMutation(ctx, tx, c, sc, m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return changes, nil
 }
 
 func (s *Service) stripeOf(instanceID string) *sync.Mutex {

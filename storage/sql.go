@@ -26,7 +26,8 @@ type queries struct {
 
 const (
 	scopeSQL = `SELECT instances.user_id, instances.enabled, instances.storage_revision,
-	installations.id, installations.plugin_id, installations.status, installations.generation, installations.used_bytes
+	installations.id, installations.plugin_id, installations.status, installations.generation, installations.used_bytes,
+	installations.ai_consent
 	FROM instances JOIN installations ON installations.id = instances.installation_id WHERE instances.id = ?`
 	itemSQL  = `SELECT value, size, revision, created_at, updated_at FROM storage_items WHERE instance_id = ? AND namespace = ? AND item_key = ?`
 	usageSQL = `SELECT COUNT(*), COALESCE(SUM(size), 0) FROM storage_items WHERE instance_id = ? AND namespace = ?`
@@ -37,7 +38,7 @@ const (
 	updateSQL   = `UPDATE storage_items SET value = ?, size = ?, revision = revision + 1, updated_at = ? WHERE instance_id = ? AND namespace = ? AND item_key = ? AND revision = ?`
 	deleteSQL   = `DELETE FROM storage_items WHERE instance_id = ? AND namespace = ? AND item_key = ? AND revision = ?`
 	addUsageSQL = `UPDATE installations SET used_bytes = used_bytes + ? WHERE id = ?`
-	bumpSQL     = `UPDATE instances SET storage_revision = storage_revision + 1 WHERE id = ?`
+	bumpSQL     = `UPDATE instances SET storage_revision = storage_revision + ? WHERE id = ?`
 )
 
 // prepare prepares the statements on first use.
@@ -91,7 +92,7 @@ func on(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
 func scanScope(ctx context.Context, st *sql.Stmt, instanceID string) (*scope, error) {
 	sc := &scope{InstanceID: instanceID}
 	err := st.QueryRowContext(ctx, instanceID).Scan(&sc.UserID, &sc.Enabled, &sc.StorageRevision,
-		&sc.InstallationID, &sc.PluginID, &sc.Status, &sc.Generation, &sc.UsedBytes)
+		&sc.InstallationID, &sc.PluginID, &sc.Status, &sc.Generation, &sc.UsedBytes, &sc.AIConsent)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -24,19 +24,18 @@ import (
 // MaxBatch bounds the writes committed together.
 const MaxBatch = 64
 
-type writeFunc func(tx *sql.Tx, sc *scope) (*models.StorageChange, error)
-
 type writeReq struct {
 	ctx        context.Context
 	c          Caller
 	instanceID string
+	all        bool // may fail after changing something: run under a savepoint
 	fn         writeFunc
 	done       chan writeResult
 }
 
 type writeResult struct {
-	change *models.StorageChange
-	err    error
+	changes []models.StorageChange
+	err     error
 }
 
 type batcher struct {
@@ -60,8 +59,8 @@ func (s *Service) Close() {
 	}
 }
 
-func (s *Service) submit(ctx context.Context, c Caller, instanceID string, fn writeFunc) (*models.StorageChange, error) {
-	req := &writeReq{ctx: ctx, c: c, instanceID: instanceID, fn: fn, done: make(chan writeResult, 1)}
+func (s *Service) submit(ctx context.Context, c Caller, instanceID string, all bool, fn writeFunc) ([]models.StorageChange, error) {
+	req := &writeReq{ctx: ctx, c: c, instanceID: instanceID, all: all, fn: fn, done: make(chan writeResult, 1)}
 	select {
 	case s.batch.queue <- req:
 	case <-ctx.Done():
@@ -70,7 +69,7 @@ func (s *Service) submit(ctx context.Context, c Caller, instanceID string, fn wr
 		return nil, errors.New("storage: shutting down")
 	}
 	r := <-req.done // a started write always completes and answers
-	return r.change, r.err
+	return r.changes, r.err
 }
 
 func (s *Service) writeLoop() {
@@ -115,12 +114,28 @@ func (s *Service) runBatch(batch []*writeReq) {
 			}
 			// Once started, a write runs to the end: cancelling one statement
 			// would make SQLite roll back the whole batch's transaction.
-			ch, err := s.apply(context.WithoutCancel(req.ctx), tx, req.c, req.instanceID, req.fn)
+			wctx := context.WithoutCancel(req.ctx)
+			if req.all {
+				if _, err := tx.ExecContext(wctx, "SAVEPOINT write_all"); err != nil {
+					return err
+				}
+			}
+			changes, err := s.apply(wctx, tx, req.c, req.instanceID, req.fn)
 			var appErr *models.Error
 			if err != nil && !errors.As(err, &appErr) {
 				return err // the transaction is unusable: retry one by one
 			}
-			results[i] = writeResult{ch, err}
+			if req.all {
+				if err != nil {
+					if _, err := tx.ExecContext(wctx, "ROLLBACK TO SAVEPOINT write_all"); err != nil {
+						return err
+					}
+				}
+				if _, err := tx.ExecContext(wctx, "RELEASE SAVEPOINT write_all"); err != nil {
+					return err
+				}
+			}
+			results[i] = writeResult{changes, err}
 		}
 		return nil
 	})
@@ -133,9 +148,9 @@ func (s *Service) runBatch(batch []*writeReq) {
 	for i, req := range batch {
 		r := results[i]
 		if err != nil {
-			r = writeResult{nil, s.internal(err)}
-		} else if r.change != nil {
-			s.Bus.Publish(*r.change)
+			r = writeResult{nil, err}
+		} else {
+			s.publish(r.changes)
 		}
 		req.done <- r
 	}

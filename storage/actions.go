@@ -1,0 +1,242 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"pluginhost/database"
+	"pluginhost/models"
+)
+
+// Host action types a Tool, Skill or Background capability may return in
+// data.host_actions.
+const (
+	ActionSet    = "plugin_storage_set"
+	ActionDelete = "plugin_storage_delete"
+)
+
+// MaxHostActions bounds the host actions of one capability result.
+const MaxHostActions = 64
+
+// kinds of capabilities whose results may change storage.
+var actionKinds = map[string]bool{"tool": true, "skill": true, "background": true}
+
+type hostAction struct {
+	Type      string          `json:"type"`
+	Namespace string          `json:"namespace"`
+	Key       string          `json:"key"`
+	Value     json.RawMessage `json:"value"`
+	Revision  *int64          `json:"revision"`
+	value     []byte
+}
+
+// ApplyCapabilityResult applies the data.host_actions of a capability result
+// to an Instance, all in one transaction or none: plugin_storage_set creates
+// a key (no revision) or updates it at its revision, plugin_storage_delete
+// deletes at a revision. The capability must be declared with kind tool,
+// skill or background; c.Generation is the package generation the capability
+// ran for, and a different current one is a CONFLICT. The answer carries
+// evidence for every changed key.
+func (s *Service) ApplyCapabilityResult(ctx context.Context, c Caller, instanceID, capability string, result models.JSON) (*models.ExtensionResult, error) {
+	res, err := s.applyCapabilityResult(ctx, c, instanceID, capability, result)
+	if err != nil {
+		s.RecordRefusal(c, instanceID, "", "", err)
+	}
+	return res, err
+}
+
+func (s *Service) applyCapabilityResult(ctx context.Context, c Caller, instanceID, capability string, result models.JSON) (*models.ExtensionResult, error) {
+	if c.Generation < 1 {
+		return nil, models.Errorf(models.ErrInvalid, "generation must be the positive package generation the capability ran for")
+	}
+	actions, err := parseHostActions(result)
+	if err != nil {
+		return nil, err
+	}
+	var muts []mutation
+	var sc *scope
+	_, err = s.write(ctx, c, instanceID, true, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
+		sc = locked
+		kind, ok := sc.decl.capabilities[capability]
+		if !ok {
+			return nil, models.Errorf(models.ErrPermissionDenied, "capability %q is not declared by plugin %s", capability, sc.PluginID)
+		}
+		if !actionKinds[kind] {
+			return nil, models.Errorf(models.ErrPermissionDenied, "capability %q is of kind %s; only tool, skill and background capabilities may change storage", capability, kind)
+		}
+		muts = muts[:0]
+		for i, a := range actions {
+			var m mutation
+			var err error
+			switch {
+			case a.Type == ActionDelete:
+				m, _, err = s.delete(ctx, tx, c, sc, a.Namespace, a.Key, *a.Revision)
+			case a.Revision == nil:
+				m, _, err = s.create(ctx, tx, c, sc, a.Namespace, a.Key, a.value)
+			default:
+				m, _, err = s.update(ctx, tx, c, sc, a.Namespace, a.Key, a.value, *a.Revision)
+			}
+			if err != nil {
+				return nil, atAction(i, err)
+			}
+			muts = append(muts, m)
+		}
+		return muts, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	type applied struct {
+		Type      string `json:"type"`
+		Namespace string `json:"namespace"`
+		Key       string `json:"key"`
+		Revision  int64  `json:"revision"`
+	}
+	out := struct {
+		Applied []applied `json:"applied"`
+	}{Applied: []applied{}}
+	res := &models.ExtensionResult{Evidence: []models.Evidence{}}
+	for i, m := range muts {
+		rev := m.after
+		if m.op == models.OpDelete {
+			rev = m.before
+		}
+		out.Applied = append(out.Applied, applied{actions[i].Type, m.ns, m.key, rev})
+		res.Evidence = append(res.Evidence, evidence(sc, m.ns, m.key, rev))
+	}
+	res.Summary = fmt.Sprintf("Applied %d host action(s) of capability %s", len(muts), capability)
+	res.Data = mustJSON(out)
+	return res, nil
+}
+
+// atAction prefixes an error with the place of the host action.
+func atAction(i int, err error) error {
+	if e, ok := err.(*models.Error); ok {
+		return models.Errorf(e.Code, "data.host_actions[%d]: %s; no host action was applied", i, e.Message)
+	}
+	return err
+}
+
+// parseHostActions reads and checks data.host_actions of a result.
+func parseHostActions(result models.JSON) ([]*hostAction, error) {
+	var r struct {
+		Data map[string]json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil {
+		return nil, models.Errorf(models.ErrInvalid, "result must be an ExtensionResult object: %v", err)
+	}
+	raw, ok := r.Data["host_actions"]
+	if !ok || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, models.Errorf(models.ErrInvalid, "data.host_actions must be a list")
+	}
+	if len(list) > MaxHostActions {
+		return nil, models.Errorf(models.ErrInvalid, "data.host_actions has %d entries; at most %d are allowed", len(list), MaxHostActions)
+	}
+	actions := make([]*hostAction, len(list))
+	for i, entry := range list {
+		dec := json.NewDecoder(bytes.NewReader(entry))
+		dec.DisallowUnknownFields()
+		a := &hostAction{}
+		if err := dec.Decode(a); err != nil {
+			return nil, models.Errorf(models.ErrInvalid, "data.host_actions[%d]: %s; an entry is {type, namespace, key, value, revision}", i, strings.TrimPrefix(err.Error(), "json: "))
+		}
+		switch a.Type {
+		case ActionSet:
+			if a.Value == nil {
+				return nil, models.Errorf(models.ErrInvalid, "data.host_actions[%d]: plugin_storage_set needs a value", i)
+			}
+			v, err := checkValue(models.JSON(a.Value))
+			if err != nil {
+				return nil, atAction(i, err)
+			}
+			a.value = v
+		case ActionDelete:
+			if a.Value != nil {
+				return nil, models.Errorf(models.ErrInvalid, "data.host_actions[%d]: plugin_storage_delete takes no value", i)
+			}
+			if a.Revision == nil {
+				return nil, models.Errorf(models.ErrInvalid, "data.host_actions[%d]: plugin_storage_delete needs the revision to delete", i)
+			}
+		default:
+			return nil, models.Errorf(models.ErrInvalid, "data.host_actions[%d]: type %q; want %s or %s", i, a.Type, ActionSet, ActionDelete)
+		}
+		if err := models.ValidateKey(a.Key); err != nil {
+			return nil, atAction(i, err)
+		}
+		if a.Revision != nil {
+			if err := checkRevision(*a.Revision); err != nil {
+				return nil, atAction(i, err)
+			}
+		}
+	}
+	return actions, nil
+}
+
+// SnapshotNamespace is one declared namespace in a storage snapshot.
+type SnapshotNamespace struct {
+	ID       string            `json:"id"`
+	MaxBytes int               `json:"max_bytes"`
+	AIAccess string            `json:"ai_access"`
+	Items    []models.ItemJSON `json:"items"`
+}
+
+// Snapshot is what a Tool, Skill or Background runner reads of an Instance.
+type Snapshot struct {
+	InstanceID      string              `json:"instance_id"`
+	InstallationID  string              `json:"installation_id"`
+	Generation      int64               `json:"generation"`
+	StorageRevision int64               `json:"storage_revision"`
+	Namespaces      []SnapshotNamespace `json:"namespaces"`
+}
+
+// Snapshot returns every declared namespace of an Instance with its items and
+// their revisions, the storage revision and the package generation, read at
+// one point in time.
+func (s *Service) Snapshot(ctx context.Context, c Caller, instanceID string) (*Snapshot, error) {
+	if _, err := s.prepare(ctx); err != nil {
+		return nil, s.internal(err)
+	}
+	tx, err := s.readDB.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, s.internal(err)
+	}
+	defer tx.Rollback()
+	sc, err := scanScope(ctx, tx.StmtContext(ctx, s.q.scope), instanceID)
+	if err != nil {
+		return nil, s.internal(err)
+	}
+	if sc == nil {
+		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q does not exist or does not belong to you", instanceID)
+	}
+	// The same checks as every read, on the scope read in this transaction.
+	if _, err := s.checkScope(ctx, s.readDB, c, sc); err != nil {
+		return nil, err
+	}
+	snap := &Snapshot{InstanceID: sc.InstanceID, InstallationID: sc.InstallationID, Generation: sc.Generation, StorageRevision: sc.StorageRevision}
+	for _, n := range sc.decl.storage.Namespaces {
+		rows, err := tx.QueryContext(ctx, "SELECT item_key, value, size, revision, created_at, updated_at FROM storage_items WHERE instance_id = ? AND namespace = ? ORDER BY item_key", sc.InstanceID, n.ID)
+		if err != nil {
+			return nil, s.internal(err)
+		}
+		ns := SnapshotNamespace{ID: n.ID, MaxBytes: n.MaxBytes, AIAccess: n.Access(), Items: []models.ItemJSON{}}
+		for rows.Next() {
+			r := database.ItemRow{}
+			if err := rows.Scan(&r.Key, &r.Value, &r.Size, &r.Revision, &r.CreatedAt, &r.UpdatedAt); err != nil {
+				rows.Close()
+				return nil, s.internal(err)
+			}
+			ns.Items = append(ns.Items, r.Model().Wire())
+		}
+		rows.Close()
+		snap.Namespaces = append(snap.Namespaces, ns)
+	}
+	return snap, nil
+}

@@ -1,0 +1,75 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"pluginhost/database"
+	"pluginhost/models"
+)
+
+// checkNamespaceValue applies the rules a namespace puts on its values: the
+// saved_entities namespace holds saved entities only, whichever path writes.
+func checkNamespaceValue(ns string, v []byte) error {
+	if ns == models.SavedEntitiesNamespace {
+		return models.ValidateSavedEntity(v)
+	}
+	return nil
+}
+
+// SavedEntities lists the Instance's saved entities, only the favourites when
+// favorites is set. It is host.storage.list on the saved_entities namespace.
+func (s *Service) SavedEntities(ctx context.Context, c Caller, instanceID string, favorites bool, limit *int, cursor string) (*models.ExtensionResult, error) {
+	var keep func([]byte) bool
+	if favorites {
+		keep = func(v []byte) bool {
+			var e models.SavedEntity
+			return json.Unmarshal(v, &e) == nil && e.Favorite != nil && *e.Favorite
+		}
+	}
+	return s.list(ctx, c, instanceID, ListQuery{Namespace: models.SavedEntitiesNamespace, Limit: limit, Cursor: cursor}, keep)
+}
+
+// SetFavorite sets the favorite flag of a saved entity at its revision.
+func (s *Service) SetFavorite(ctx context.Context, c Caller, instanceID, key string, favorite bool, revision int64) (*models.ExtensionResult, error) {
+	if err := models.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := checkRevision(revision); err != nil {
+		return nil, err
+	}
+	var sc *scope
+	var result database.ItemRow
+	_, err := s.write(ctx, c, instanceID, false, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
+		sc = locked
+		if _, err := sc.namespace(c, models.SavedEntitiesNamespace, models.ToolUpdate); err != nil {
+			return nil, err
+		}
+		row, err := readItem(ctx, on(ctx, tx, s.q.itemLocked), sc.InstanceID, models.SavedEntitiesNamespace, key)
+		if err != nil {
+			return nil, err
+		}
+		if row.Revision != revision {
+			return nil, models.Errorf(models.ErrConflict, "stale revision for %q in namespace %q: given %d, current %d; read it again and retry", key, models.SavedEntitiesNamespace, revision, row.Revision)
+		}
+		var e map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(row.Value), &e); err != nil {
+			return nil, err
+		}
+		e["favorite"], _ = json.Marshal(favorite)
+		v, _ := json.Marshal(e)
+		m, updated, err := s.update(ctx, tx, c, sc, models.SavedEntitiesNamespace, key, v, revision)
+		result = updated
+		return []mutation{m}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	what := "not a favourite"
+	if favorite {
+		what = "a favourite"
+	}
+	return itemResult(sc, models.SavedEntitiesNamespace, result, fmt.Sprintf("Marked %q as %s at revision %d", key, what, result.Revision)), nil
+}
