@@ -12,6 +12,11 @@ import (
 // depth 2, and all → any → not → single has depth 4.
 const MaxConditionDepth = 4
 
+// MaxConditions bounds the conditions of one UI config, counted as single
+// conditions ({path, operator}) in every condition place together. Spec,
+// Limits/UI config: "Condition depth / count: 4 / 32".
+const MaxConditions = 32
+
 // Condition operators and combinators.
 const (
 	OpEquals    = "equals"
