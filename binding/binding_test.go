@@ -223,7 +223,7 @@ func TestRootsListsTheSpecification(t *testing.T) {
 	want := "data.<source_id>.completed data.<source_id>.summary data.<source_id>.data.… item.… state.<key>.… " +
 		"context.platform context.screen.width context.screen.height context.screen.size_class " +
 		"context.permissions.<permission> context.connections.<credential> context.connected " +
-		"context.loading.<source> context.errors.<source> context.route.<parameter>.…"
+		"context.loading.<source> context.errors.<source>.… context.route.<parameter>.…"
 	if strings.Join(pats, " ") != want {
 		t.Fatalf("Roots() = %s", strings.Join(pats, " "))
 	}

@@ -62,7 +62,7 @@ var roots = []*shape{
 			{name: "<source>", readable: true, typ: TypeBoolean, doc: "whether the data source is loading"},
 		}},
 		{name: "errors", children: []*shape{
-			{name: "<source>", readable: true, typ: TypeAny, doc: "the data source's last error ({code, message}), or null"},
+			{name: "<source>", readable: true, open: true, typ: TypeAny, doc: "the data source's last error ({code, message}), or null"},
 		}},
 		{name: "route", children: []*shape{
 			{name: "<parameter>", readable: true, open: true, typ: TypeAny, doc: "a parameter passed by the navigate action that opened this screen"},

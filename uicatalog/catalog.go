@@ -215,7 +215,7 @@ var nodes = []NodeType{
 			{Name: "color", Type: Color, Default: "on_surface_variant", Doc: "colour role or literal"}}},
 	{Type: "image", Group: "content", Doc: "an image fetched through the host's image proxy (needs the network permission)", Children: ChildrenNone,
 		Props: []Prop{
-			{Name: "url", Type: Binding, Expect: "string", Required: true, Doc: "a whole binding to an HTTPS URL ({{data.<source>...}} or {{item...}}), never a literal URL"},
+			{Name: "url", Type: Binding, Expect: "string", Roots: []string{"data", "item"}, Required: true, Doc: "a whole binding to an HTTPS URL ({{data.<source>...}} or {{item...}}), never a literal URL"},
 			{Name: "alt", Type: String, Bindable: true, Doc: "text alternative for screen readers"},
 			{Name: "fit", Type: Enum, Values: []string{"cover", "contain", "fill", "fit_width", "fit_height", "none", "scale_down"}, Default: "cover", Doc: "how the image fills its box"},
 			{Name: "aspect_ratio", Type: Number, Range: RangeAspectRatio, Doc: "width / height of the box"},
@@ -223,7 +223,7 @@ var nodes = []NodeType{
 			{Name: "fallback_icon", Type: Icon, Default: "broken_image", Doc: "shown while loading fails or the URL is rejected"}}},
 	{Type: "avatar", Group: "content", Doc: "a round picture, initials or icon standing for a person or thing", Children: ChildrenNone,
 		Props: []Prop{
-			{Name: "url", Type: Binding, Expect: "string", Doc: "a whole binding to an HTTPS URL, never a literal URL (needs the network permission)"},
+			{Name: "url", Type: Binding, Expect: "string", Roots: []string{"data", "item"}, Doc: "a whole binding to an HTTPS URL, never a literal URL (needs the network permission)"},
 			{Name: "label", Type: String, Bindable: true, Doc: "name the initials are taken from; also read by screen readers"},
 			iconProp,
 			{Name: "size", Type: Number, Range: RangeSize, Default: 40.0, Doc: "diameter"},
@@ -314,13 +314,13 @@ var nodes = []NodeType{
 			{Name: "max_lines", Type: Integer, Range: RangeLines, Doc: "lines shown at most (multiline)"},
 			{Name: "leading_icon", Type: Icon, Doc: "icon before the text"},
 			{Name: "suggestions", Type: Strings, MaxItems: MaxStaticItems, Doc: "static autocomplete strings"},
-			{Name: "suggestions_source", Type: Binding, Expect: "array", Doc: "a whole binding to a data.<source>... array of autocomplete strings"}},
+			{Name: "suggestions_source", Type: Binding, Expect: "array", Roots: []string{"data"}, Doc: "a whole binding to a data.<source>... array of autocomplete strings"}},
 			validation, []Prop{disabled, {Name: "on_submit", Type: Action, Doc: "runs when the user submits from the keyboard"}}),
 		Constraints: append([]Constraint{{Kind: AtMostOneOf, Props: []string{"suggestions", "suggestions_source"}, Code: "exclusive"}}, validationOrder...)},
 	{Type: "select", Group: "input", Doc: "a choice among options that writes the chosen value to its state key", Children: ChildrenNone,
 		Props: props([]Prop{stateKey, label, placeholder, helperText,
 			{Name: "options", Type: Options, MaxItems: MaxStaticItems, Doc: "static list of {value, label}"},
-			{Name: "options_source", Type: Binding, Expect: "array", Feature: FeatureAsyncOptions, Doc: "a whole binding to a data.<source>... array returned by a capability"},
+			{Name: "options_source", Type: Binding, Expect: "array", Roots: []string{"data"}, Feature: FeatureAsyncOptions, Doc: "a whole binding to a data.<source>... array returned by a capability"},
 			{Name: "option_value_field", Type: Field, Default: "value", Doc: "member of an options_source entry giving its value"},
 			{Name: "option_label_field", Type: Field, Default: "label", Doc: "member of an options_source entry giving its label"},
 			{Name: "searchable", Type: Boolean, Default: false, Doc: "use the searchable select"}},
@@ -385,7 +385,7 @@ var actions = []ActionType{
 	{Type: "invoke", Doc: "calls a capability (or a host.storage.* tool); with store, a successful result replaces that data source",
 		Fields: []Prop{
 			{Name: "capability", Type: Capability, Required: true, Doc: "a capability of the manifest or host.storage.list|get|create|update|delete"},
-			{Name: "query", Type: String, Bindable: true, Doc: "free text passed with the call, or null"},
+			{Name: "query", Type: String, Bindable: true, Nullable: true, Doc: "free text passed with the call, or null"},
 			{Name: "arguments", Type: Object, Doc: "arguments; checked against the capability's input_schema"},
 			{Name: "store", Type: Source, Doc: "id of a declared data source the result replaces"}}},
 	{Type: "flow", Feature: FeatureFlows, Doc: "runs actions one after another (sequential: later actions read earlier store results) or together (parallel)",
@@ -393,7 +393,7 @@ var actions = []ActionType{
 			{Name: "mode", Type: Enum, Values: []string{"sequential", "parallel"}, Default: "sequential", Doc: "order of the actions"},
 			{Name: "validate", Type: Boolean, Default: false, Doc: "do not run while the enclosing form (or, outside a form, the screen) has an invalid input"},
 			{Name: "continue_on_error", Type: Boolean, Default: false, Doc: "keep going after an action fails"},
-			{Name: "actions", Type: Actions, Required: true, MinItems: 1, MaxItems: 8, Doc: "the actions (flows may nest)"}}},
+			{Name: "actions", Type: Actions, Required: true, MinItems: 1, MaxItems: MaxActionsPerFlow, Doc: "the actions (flows may nest)"}}},
 	{Type: "set_state", Doc: "writes declared state keys",
 		Fields: []Prop{
 			{Name: "values", Type: StateValues, Required: true, Doc: "object of initial_state keys to their new values (bindable)"},
@@ -470,7 +470,7 @@ var config = ConfigShape{
 		{Name: "navigation", Type: Group, Doc: "tabs, bar, rail or drawer"},
 		{Name: "theme", Type: Group, Doc: "overrides of the host's Material 3 theme"},
 		{Name: "initial_state", Type: Object, Doc: "state keys and their initial values"},
-		{Name: "data_sources", Type: Items, MaxItems: 8, Doc: "capability results the config reads"},
+		{Name: "data_sources", Type: Items, MaxItems: MaxDataSources, Doc: "capability results the config reads"},
 		{Name: "a2ui", Type: Group, Doc: "response UI declaration (only for extension point response)"},
 		{Name: "view", Type: Node, Required: true, Doc: "the root node of the tree"},
 	},
@@ -478,7 +478,7 @@ var config = ConfigShape{
 		{Name: "title", Type: String, Bindable: true, Doc: "title"},
 		{Name: "subtitle", Type: String, Bindable: true, Doc: "subtitle"},
 		{Name: "pinned", Type: Boolean, Default: false, Doc: "stays visible while the body scrolls"},
-		{Name: "actions", Type: Items, MaxItems: 6, Members: appBarAction, Doc: "actions of the bar"},
+		{Name: "actions", Type: Items, MaxItems: MaxAppBarActions, Members: appBarAction, Doc: "actions of the bar"},
 	},
 	Navigation: []Prop{
 		{Name: "type", Type: Enum, Values: []string{"tabs", "bar", "rail", "drawer", "adaptive"}, Default: "adaptive", Doc: "navigation style; adaptive picks bar or rail by width"},
@@ -486,13 +486,13 @@ var config = ConfigShape{
 		{Name: "persist", Type: Boolean, Default: false, Doc: "keep the selection across visits"},
 		{Name: "label_behavior", Type: Enum, Values: []string{"auto", "always", "selected", "never"}, Default: "auto", Doc: "when item labels show"},
 		{Name: "rail_breakpoint", Type: Number, Range: RangeRailBreakpoint, Default: 600.0, Doc: "width from which adaptive shows a rail"},
-		{Name: "items", Type: Items, Required: true, MinItems: 2, MaxItems: 8, Members: navigationItem, Doc: "the destinations"},
+		{Name: "items", Type: Items, Required: true, MinItems: MinNavigationItems, MaxItems: MaxNavigationItems, Members: navigationItem, Doc: "the destinations"},
 	},
 	DataSource: []Prop{
 		{Name: "id", Type: ID, Required: true, Doc: "unique id, read as data.<id>"},
 		{Name: "capability", Type: Capability, Required: true, Doc: "a capability of the manifest or a host.storage.* tool"},
 		{Name: "trigger", Type: Enum, Values: []string{"load", "manual"}, Default: "load", Doc: "load: when the screen opens; manual: on refresh or invoke store"},
-		{Name: "query", Type: String, Bindable: true, Doc: "free text passed with the call, or null"},
+		{Name: "query", Type: String, Bindable: true, Nullable: true, Doc: "free text passed with the call, or null"},
 		{Name: "arguments", Type: Object, Doc: "arguments (bindable values), checked against the capability's input_schema"},
 		{Name: "refresh_seconds", Type: Integer, Range: RangeRefresh, Doc: "reload period while the screen is in the foreground"},
 	},
@@ -507,6 +507,30 @@ var config = ConfigShape{
 		{Name: "children", Type: Node, Doc: "array of child nodes"},
 	},
 	ThemeVariants: themeVariants,
+}
+
+func limits() []Limit {
+	n := func(v int) string { return fmt.Sprint(v) }
+	return []Limit{
+		{"nodes per tree", n(MaxNodes), "a repeated template counts once"},
+		{"tree depth", n(MaxTreeDepth), "the root (view) is depth 0"},
+		{"children per node", n(MaxChildren), ""},
+		{"data sources", n(MaxDataSources), "ids unique"},
+		{"state keys", n(MaxStateKeys), "a letter, then letters, digits, _; at most " + n(MaxStateKeyLength) + " characters"},
+		{"config JSON size", "32 KiB", "bytes of the file"},
+		{"automatic refresh", "30 to 86400 seconds", "refresh_seconds"},
+		{"app bar actions", n(MaxAppBarActions), ""},
+		{"navigation items", n(MinNavigationItems) + " to " + n(MaxNavigationItems), ""},
+		{"rail_breakpoint", "480 to 1600", ""},
+		{"binding depth", n(binding.MaxDepth) + " segments", "the root, each name and each index count"},
+		{"JSON value depth", n(MaxValueDepth), "state values, arguments, parameters, set_state values, condition operands, back results; a scalar is depth 0"},
+		{"JSON value entries", n(MaxValueEntries), "per array or object"},
+		{"flow nesting depth", n(MaxFlowDepth), "a flow that is no flow's action is depth 1"},
+		{"actions in all flows", n(MaxFlowActions), "every entry of every flow's actions in the config"},
+		{"actions per flow", n(MaxActionsPerFlow), "at least 1"},
+		{"condition depth", n(binding.MaxConditionDepth), "the outermost condition is depth 1"},
+		{"conditions", n(binding.MaxConditions), "single conditions in the whole config"},
+	}
 }
 
 var (
@@ -590,6 +614,7 @@ func build() {
 			MaxDepth: binding.MaxDepth,
 		},
 		Config: config,
+		Limits: limits(),
 	}
 	for _, r := range binding.Roots() {
 		c.Bindings.Roots = append(c.Bindings.Roots, RootEntry(r))

@@ -100,6 +100,8 @@ type Prop struct {
 	Doc  string `json:"doc"`
 	// Required: the prop must be present.
 	Required bool `json:"required,omitempty"`
+	// Nullable: null is allowed too (and means absent).
+	Nullable bool `json:"nullable,omitempty"`
 	// Bindable: the value may be a binding (see Type for which form).
 	Bindable bool `json:"bindable,omitempty"`
 	// Range names the entry of Ranges that gives Min and Max.
@@ -116,6 +118,8 @@ type Prop struct {
 	Default  any      `json:"default,omitempty"`
 	// Expect is the JSON type a Binding must read: array or string.
 	Expect string `json:"expect,omitempty"`
+	// Roots, when set, are the only roots a Binding may read from.
+	Roots []string `json:"roots,omitempty"`
 	// Feature names a feature that needs min_host_version 1.7.12 (Features).
 	Feature string `json:"feature,omitempty"`
 	// ItemScope: `item` may be read inside this prop (an action that runs for
@@ -271,6 +275,7 @@ type Data struct {
 	Conditions    ConditionShape `json:"conditions"`
 	Bindings      BindingShape   `json:"bindings"`
 	Config        ConfigShape    `json:"config"`
+	Limits        []Limit        `json:"limits"`
 
 	nodeIndex map[string]*NodeType
 }
