@@ -78,6 +78,16 @@ func (c *checker) warnf(path, code, format string, args ...any) {
 	c.warns = append(c.warns, models.Problem{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
 }
 
+// finish returns the report of a checked document. The document's positions
+// are computed only when there are problems to put in order.
+func (c *checker) finish(doc *document) *Report {
+	var order map[string]int
+	if len(c.errs)+len(c.warns) > 0 {
+		order = doc.order()
+	}
+	return c.report(order)
+}
+
 // report returns the problems sorted into document order by their position.
 func (c *checker) report(order map[string]int) *Report {
 	sortProblems(c.errs, order)
@@ -96,19 +106,31 @@ func (c *checker) report(order map[string]int) *Report {
 // nearest ancestor that was seen while decoding), keeping the order of
 // discovery among problems at the same place.
 func sortProblems(ps []models.Problem, order map[string]int) {
-	pos := func(p string) int {
-		for {
-			if n, ok := order[p]; ok {
-				return n
-			}
-			i := strings.LastIndexByte(p, '/')
-			if i < 0 {
-				return -1
-			}
-			p = p[:i]
+	if len(ps) < 2 || order == nil {
+		return
+	}
+	pos := make(map[string]int, len(ps))
+	for _, p := range ps {
+		if _, ok := pos[p.Path]; !ok {
+			pos[p.Path] = position(p.Path, order)
 		}
 	}
-	sort.SliceStable(ps, func(i, j int) bool { return pos(ps[i].Path) < pos(ps[j].Path) })
+	sort.SliceStable(ps, func(i, j int) bool { return pos[ps[i].Path] < pos[ps[j].Path] })
+}
+
+// position is the document position of the path, or of its nearest ancestor
+// that exists in the document.
+func position(p string, order map[string]int) int {
+	for {
+		if n, ok := order[p]; ok {
+			return n
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return -1
+		}
+		p = p[:i]
+	}
 }
 
 // ptr appends reference tokens to a JSON Pointer, escaping ~ and /.
