@@ -4,7 +4,15 @@ import (
 	"strings"
 
 	"pluginhost/models"
+	"pluginhost/uicatalog"
 )
+
+// CodeMinHostVersion: a feature that needs min_host_version 1.7.12 is used
+// while the manifest asks for an older host (or none).
+const CodeMinHostVersion = "min_host_version"
+
+// CodeConfigPath: an extension's config is not at ui/<extension>.json.
+const CodeConfigPath = "config_path"
 
 // Capability kinds and extension points of the contract.
 var (
@@ -12,12 +20,14 @@ var (
 	extensionPoints = []string{"screen", "home", "response"}
 )
 
-// capabilities checks the capabilities array.
-func (c *checker) capabilities(v any) {
+// capabilities checks the capabilities array. minHost is the manifest's
+// min_host_version: capability schemas need 1.7.12 or later.
+func (c *checker) capabilities(v any, minHost string) {
 	a, ok := c.array("/capabilities", v)
 	if !ok {
 		return
 	}
+	versionReported := false
 	ids := map[string]bool{}
 	for i, e := range a {
 		p := ptr("/capabilities", i)
@@ -45,6 +55,21 @@ func (c *checker) capabilities(v any) {
 		}
 		if dv, ok := m["description"]; ok {
 			c.str(ptr(p, "description"), dv)
+		}
+		for _, k := range []string{"input_schema", "output_schema"} {
+			sv, ok := m[k]
+			if !ok {
+				continue
+			}
+			c.checkSchema(ptr(p, k), sv, "object")
+			if !versionReported && !versionAtLeast(minHost, uicatalog.MinHostVersion) {
+				versionReported = true
+				have := minHost
+				if have == "" {
+					have = "not set"
+				}
+				c.errorf(ptr(p, k), CodeMinHostVersion, "%s need min_host_version %s or later; it is %s", uicatalog.FeatureCapabilitySchemas, uicatalog.MinHostVersion, have)
+			}
 		}
 	}
 }
@@ -79,9 +104,32 @@ func (c *checker) extensions(v any) {
 			c.enum(ptr(p, "point"), pv, extensionPoints...)
 		}
 		if cv, ok := m["config"]; ok {
-			if s, ok := c.str(ptr(p, "config"), cv); ok && !strings.HasPrefix(s, "ui/") {
-				c.errorf(ptr(p, "config"), CodeFormat, "%q: a UI config lives at ui/<extension>.json", s)
+			if s, ok := c.str(ptr(p, "config"), cv); ok {
+				c.configPath(ptr(p, "config"), s, m["id"])
 			}
+		}
+	}
+}
+
+// configPath checks the path of an extension's UI config: a .json file under
+// ui/, named after the extension by convention.
+func (c *checker) configPath(path, s string, id any) {
+	clean := true
+	for _, seg := range strings.Split(s, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			clean = false
+		}
+	}
+	switch {
+	case !strings.HasPrefix(s, "ui/"):
+		c.errorf(path, CodeFormat, "%q: a UI config lives under ui/, as ui/<extension>.json", s)
+	case !clean || strings.ContainsAny(s, "\\:"):
+		c.errorf(path, CodeFormat, "%q is not a clean relative path: no empty, . or .. segments, backslashes or colons", s)
+	case !strings.HasSuffix(s, ".json"):
+		c.errorf(path, CodeFormat, "%q: a UI config is a .json file", s)
+	default:
+		if ids, ok := id.(string); ok && s != "ui/"+ids+".json" {
+			c.warnf(path, CodeConfigPath, "%q: by convention the config of extension %q is ui/%s.json", s, ids, ids)
 		}
 	}
 }

@@ -48,7 +48,7 @@ func CheckManifest(data []byte) (*models.Manifest, *Report) {
 		return nil, c.report(nil)
 	}
 	c.manifest(doc.root)
-	r := c.report(doc.order)
+	r := c.finish(doc)
 	if !ok || !r.Valid {
 		r.Valid = false
 		return nil, r
@@ -57,7 +57,7 @@ func CheckManifest(data []byte) (*models.Manifest, *Report) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		// The checks above accept only documents of the manifest's shape.
 		c.errorf("", CodeType, "manifest does not decode: %v", err)
-		return nil, c.report(doc.order)
+		return nil, c.finish(doc)
 	}
 	return &m, r
 }
@@ -87,9 +87,12 @@ func (c *checker) manifest(root any) {
 	} else if s, ok := c.str("/version", v); ok && !versionPattern.MatchString(s) {
 		c.errorf("/version", CodeFormat, "%q is not a semantic version MAJOR.MINOR.PATCH (optionally -prerelease)", s)
 	}
+	minHost := ""
 	if v, ok := m["min_host_version"]; ok {
 		if s, ok := c.str("/min_host_version", v); ok && !versionPattern.MatchString(s) {
 			c.errorf("/min_host_version", CodeFormat, "%q is not a semantic version such as 1.7.12", s)
+		} else {
+			minHost = s
 		}
 	}
 	schema := int64(0)
@@ -101,7 +104,7 @@ func (c *checker) manifest(root any) {
 	perms := c.permissions(m)
 	c.storage(m, schema, perms)
 	if v, ok := m["capabilities"]; ok {
-		c.capabilities(v)
+		c.capabilities(v, minHost)
 	}
 	if v, ok := m["extensions"]; ok {
 		c.extensions(v)
