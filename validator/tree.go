@@ -1,0 +1,307 @@
+package validator
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"pluginhost/uicatalog"
+)
+
+// appBarTypes are node types that would recreate the app bar inside the tree.
+// Spec, Structural rules: "The app bar is not recreated inside the tree."
+var appBarTypes = []string{"app_bar", "appbar", "top_app_bar", "toolbar"}
+
+// tree checks the view and the tree-wide limits.
+func (u *ui) tree(path string, v any) {
+	u.node(path, v, 0, "", scope{})
+	if u.nodes > uicatalog.MaxNodes {
+		u.errorf(path, CodeTooManyNodes, "the tree has %d nodes; a tree has at most %d (node %d is at %s)", u.nodes, uicatalog.MaxNodes, uicatalog.MaxNodes+1, u.extraNode)
+	}
+}
+
+// node checks one node and its subtree. depth is the node's depth (the root
+// is 0); parent is the type of the parent node, "" for the root.
+func (u *ui) node(path string, v any, depth int, parent string, sc scope) {
+	m := u.object(path, v, "type", "props", "children")
+	if m == nil {
+		return
+	}
+	u.nodes++
+	if u.nodes == uicatalog.MaxNodes+1 {
+		u.extraNode = path
+	}
+	if depth == uicatalog.MaxTreeDepth+1 {
+		u.errorf(path, CodeTooDeep, "this node is at depth %d; a tree is at most %d deep (the root, view, is depth 0)", depth, uicatalog.MaxTreeDepth)
+	}
+	typ := ""
+	var nt *uicatalog.NodeType
+	if tv, ok := m["type"]; !ok {
+		u.errorf(ptr(path, "type"), CodeRequired, "a node needs a type: one of %s", u.nodeTypes())
+	} else if s, ok := u.str(ptr(path, "type"), tv); ok {
+		typ = s
+		if contains(appBarTypes, s) {
+			u.errorf(ptr(path, "type"), CodeAppBarInTree, "the app bar is declared once, in the top-level app_bar, and is not recreated inside the tree")
+		} else if nt, ok = u.cat.Node(s); !ok {
+			u.errorf(ptr(path, "type"), CodeUnknownNodeType, "%q is not a node type; node types: %s", s, u.nodeTypes())
+		}
+	}
+	var pm map[string]any
+	if pv, ok := m["props"]; ok {
+		pm = u.object(ptr(path, "props"), pv)
+	}
+	childScope := sc
+	repeat := false
+	if nt != nil {
+		if len(nt.Parents) > 0 && !contains(nt.Parents, parent) {
+			where := "the root of the tree"
+			if parent != "" {
+				where = "a child of " + parent
+			}
+			u.errorf(path, typ+codeParentSuffix, "%s must be a direct child of %s; here it is %s", typ, strings.Join(nt.Parents, " or "), where)
+		}
+		repeat, childScope = u.props(path, nt, pm, sc)
+	}
+	var kids []any
+	cp := ptr(path, "children")
+	if cv, ok := m["children"]; ok {
+		kids, _ = u.array(cp, cv)
+	}
+	n := len(kids)
+	if n > uicatalog.MaxChildren {
+		u.errorf(cp, CodeTooManyChildren, "this node has %d children; a node has at most %d", n, uicatalog.MaxChildren)
+	}
+	if nt != nil {
+		switch {
+		case repeat:
+			if n != 1 {
+				u.errorf(cp, CodeTemplateChild, "a %s with items_source has exactly one child, the template drawn for each entry; it has %d", typ, n)
+			}
+		case nt.Children == uicatalog.ChildrenNone && n > 0:
+			u.errorf(cp, CodeChildrenNotAllowed, "a %s has no children; it has %d", typ, n)
+		case nt.Children == uicatalog.ChildrenOne && n != 1:
+			u.errorf(cp, CodeSingleChild, "a %s has exactly one child; it has %d", typ, n)
+		case nt.Children == uicatalog.ChildrenAtLeastOne && n == 0:
+			u.errorf(cp, CodeMissingChild, "a %s has at least one child; it has none", typ)
+		}
+	}
+	for i, k := range kids {
+		u.node(ptr(cp, i), k, depth+1, typ, childScope)
+	}
+}
+
+func (u *ui) nodeTypes() string {
+	names := make([]string, len(u.cat.Nodes))
+	for i, n := range u.cat.Nodes {
+		names[i] = n.Type
+	}
+	return strings.Join(names, ", ")
+}
+
+// props checks a node's props. It reports whether the node repeats a template
+// and returns the scope of its children.
+func (u *ui) props(path string, nt *uicatalog.NodeType, pm map[string]any, sc scope) (bool, scope) {
+	pp := ptr(path, "props")
+	child := sc
+	repeat := false
+	check := func(p *uicatalog.Prop) {
+		v, ok := pm[p.Name]
+		if !ok {
+			if p.Required {
+				u.errorf(ptr(pp, p.Name), CodeRequired, "a %s needs %s: %s", nt.Type, p.Name, p.Doc)
+			}
+			return
+		}
+		at := ptr(pp, p.Name)
+		switch {
+		case p.Name == "items_source" && nt.Repeats:
+			if vt, ok := u.bindingProp(at, p, v, sc); ok {
+				child.inItem, child.item = true, nil
+				if vt.schema != nil {
+					child.item = vt.schema.Items
+				}
+			}
+			repeat = true
+		case p.Type == uicatalog.Color:
+			lit := u.color(at, v)
+			if lit == "" {
+				return
+			}
+			switch p.Name {
+			case "color":
+				if nt.Type == "surface" || nt.Type == "card" {
+					child.bg, child.bgPath = lit, at
+				} else if nt.Type == "text" || nt.Type == "icon" {
+					u.contrast(at, lit, sc.bgPath, sc.bg, nt.Type+" colour")
+				}
+			case "text_color":
+				if bg, ok := pm["color"].(string); ok {
+					if c, ok := uicatalog.ParseColor(bg); ok {
+						u.contrast(at, lit, ptr(pp, "color"), normalColor(c), "badge text")
+					}
+				}
+			}
+		default:
+			u.value(at, p, v, sc)
+		}
+	}
+	for i := range u.cat.CommonProps {
+		check(&u.cat.CommonProps[i])
+	}
+	for i := range nt.Props {
+		check(&nt.Props[i])
+	}
+	for k, v := range pm {
+		if _, ok := nt.Prop(k); ok {
+			continue
+		}
+		u.warnf(ptr(pp, k), CodeUnknownProp, "a %s has no prop %q; the host ignores it (props of %s: %s)", nt.Type, k, nt.Type, nodePropNames(nt))
+		if def := rangedProps()[k]; def != nil {
+			u.value(ptr(pp, k), def, v, sc)
+		}
+	}
+	u.constraints(pp, nt, pm)
+	u.writes(pp, nt, pm)
+	return repeat, child
+}
+
+func nodePropNames(nt *uicatalog.NodeType) string {
+	names := make([]string, len(nt.Props))
+	for i, p := range nt.Props {
+		names[i] = p.Name
+	}
+	if len(names) == 0 {
+		return "only the common props"
+	}
+	return strings.Join(names, ", ") + " and the common props"
+}
+
+var (
+	rangedOnce sync.Once
+	ranged     map[string]*uicatalog.Prop
+)
+
+// rangedProps maps the names of numeric props with a range of the catalog to
+// their description, when every node that has the prop gives it the same
+// range. A prop set on a node type that does not have it still gets its range
+// checked, so that a value out of the specification's range never passes
+// silently.
+func rangedProps() map[string]*uicatalog.Prop {
+	rangedOnce.Do(func() {
+		c := uicatalog.Catalog()
+		ranged = map[string]*uicatalog.Prop{}
+		conflict := map[string]bool{}
+		add := func(p *uicatalog.Prop) {
+			if p.Type != uicatalog.Number && p.Type != uicatalog.Integer || p.Bindable {
+				return
+			}
+			if prev, ok := ranged[p.Name]; ok && (prev.Range != p.Range || prev.Type != p.Type) {
+				conflict[p.Name] = true
+			}
+			ranged[p.Name] = p
+		}
+		for i := range c.CommonProps {
+			add(&c.CommonProps[i])
+		}
+		for i := range c.Nodes {
+			for j := range c.Nodes[i].Props {
+				add(&c.Nodes[i].Props[j])
+			}
+		}
+		for name := range conflict {
+			delete(ranged, name)
+		}
+	})
+	return ranged
+}
+
+// constraints checks the rules that relate props of one node.
+func (u *ui) constraints(pp string, nt *uicatalog.NodeType, pm map[string]any) {
+	for _, k := range nt.Constraints {
+		var present []string
+		for _, name := range k.Props {
+			if _, ok := pm[name]; ok {
+				present = append(present, name)
+			}
+		}
+		names := strings.Join(k.Props, ", ")
+		switch k.Kind {
+		case uicatalog.AtLeastOneOf:
+			if len(present) == 0 {
+				u.errorf(pp, k.Code, "a %s needs at least one of %s", nt.Type, names)
+			}
+		case uicatalog.AtMostOneOf:
+			if len(present) > 1 {
+				u.errorf(ptr(pp, present[1]), k.Code, "a %s takes at most one of %s; it has %s", nt.Type, names, strings.Join(present, " and "))
+			}
+		case uicatalog.ExactlyOneOf:
+			if len(present) == 0 {
+				u.errorf(pp, k.Code, "a %s needs exactly one of %s; it has none", nt.Type, names)
+			} else if len(present) > 1 {
+				u.errorf(ptr(pp, present[1]), k.Code, "a %s takes exactly one of %s; it has %s", nt.Type, names, strings.Join(present, " and "))
+			}
+		case uicatalog.Requires:
+			if len(present) == 1 && present[0] == k.Props[0] {
+				u.errorf(ptr(pp, k.Props[1]), k.Code, "a %s with %s needs %s too", nt.Type, k.Props[0], k.Props[1])
+			}
+		case uicatalog.Ordered:
+			lo, ok1 := numberOf(pm[k.Props[0]])
+			hi, ok2 := numberOf(pm[k.Props[1]])
+			if ok1 && ok2 && lo > hi {
+				u.errorf(ptr(pp, k.Props[0]), k.Code, "%s %s is above %s %s", k.Props[0], fmtNum(lo), k.Props[1], fmtNum(hi))
+			}
+		}
+	}
+}
+
+// writes checks that what an input writes to its state key fits the key's
+// initial value.
+func (u *ui) writes(pp string, nt *uicatalog.NodeType, pm map[string]any) {
+	key, ok := pm["state_key"].(string)
+	if !ok {
+		return
+	}
+	at := ptr(pp, "state_key")
+	switch nt.Type {
+	case "switch":
+		u.stateType(at, key, tBoolean, "this switch")
+	case "field":
+		w := tString
+		if k, _ := pm["keyboard"].(string); k == "number" {
+			w = tNumber | tInteger
+		}
+		u.stateType(at, key, w, "this field")
+	case "select":
+		opts, ok := pm["options"].([]any)
+		if !ok {
+			return
+		}
+		var w typeMask
+		for _, o := range opts {
+			if om, ok := o.(map[string]any); ok {
+				w |= typeOfValue(om["value"])
+			}
+		}
+		if w != tAny {
+			u.stateType(at, key, w, "this select")
+		}
+	}
+}
+
+// contrast compares a foreground colour with the background it is drawn on.
+func (u *ui) contrast(fgPath, fg, bgPath, bg, what string) {
+	if bg == "" {
+		return
+	}
+	if fg == bg {
+		u.errorf(fgPath, CodeContrast, "the %s %s is identical to its background at %s: the text cannot be read", what, fg, bgPath)
+		return
+	}
+	fc, _ := uicatalog.ParseColor(fg)
+	bc, _ := uicatalog.ParseColor(bg)
+	if r, ok := uicatalog.ContrastRatio(fc, bc); ok && r < uicatalog.MinContrast {
+		u.warnf(fgPath, CodeLowContrast, "the %s %s on %s (at %s) has a contrast of %s:1; at least %s:1 is needed for text (WCAG 2)", what, fg, bg, bgPath, ratioText(r), fmtNum(uicatalog.MinContrast))
+	}
+}
+
+func ratioText(r float64) string { return fmt.Sprintf("%.2f", r) }
