@@ -191,7 +191,7 @@ func (u *ui) against(at string, v any, s *Schema, sc scope, what string) {
 			if !t.Whole() {
 				form = "is a text template (a string)"
 			}
-			u.errorf(at, CodeSchemaType, "must be %s by %s; %s %s", s.Types, what, jsonText(str), form)
+			u.errorf(at, CodeSchemaType, "%s must be %s by %s; %s %s", subject(at), s.Types, what, jsonText(str), form)
 		}
 		return
 	}
@@ -210,14 +210,14 @@ func (u *ui) against(at string, v any, s *Schema, sc scope, what string) {
 	}
 	vt := typeOfValue(v)
 	if !s.Types.accepts(vt) {
-		u.errorf(at, CodeSchemaType, "must be %s by %s, not %s", s.Types, what, vt)
+		u.errorf(at, CodeSchemaType, "%s must be %s by %s, not %s", subject(at), s.Types, what, vt)
 		return
 	}
 	if s.Enum != nil && !anyEqual(s.Enum, v) {
-		u.errorf(at, CodeSchemaEnum, "is %s; %s allows only %s", jsonText(v), what, enumText(s.Enum))
+		u.errorf(at, CodeSchemaEnum, "%s is %s; %s allows only %s", subject(at), jsonText(v), what, enumText(s.Enum))
 	}
 	if s.HasConst && !binding.Equal(s.Const, v) {
-		u.errorf(at, CodeSchemaEnum, "is %s; %s allows only %s", jsonText(v), what, jsonText(s.Const))
+		u.errorf(at, CodeSchemaEnum, "%s is %s; %s allows only %s", subject(at), jsonText(v), what, jsonText(s.Const))
 	}
 	switch x := v.(type) {
 	case json.Number:
@@ -226,7 +226,7 @@ func (u *ui) against(at string, v any, s *Schema, sc scope, what string) {
 	case string:
 		n := int64(runeCount(x))
 		if s.MinLength != nil && n < *s.MinLength || s.MaxLength != nil && n > *s.MaxLength {
-			u.errorf(at, CodeSchemaRange, "has %d characters; %s allows %s", n, what, boundsText(s.MinLength, s.MaxLength, "characters"))
+			u.errorf(at, CodeSchemaRange, "%s has %d characters; %s allows %s", subject(at), n, what, boundsText(s.MinLength, s.MaxLength, "characters"))
 		}
 		if s.Format != "" && !formatOK(s.Format, x) {
 			u.errorf(at, CodeSchemaFormat, "%s is not a valid %s, as %s requires", jsonText(x), s.Format, what)
@@ -234,7 +234,7 @@ func (u *ui) against(at string, v any, s *Schema, sc scope, what string) {
 	case []any:
 		n := int64(len(x))
 		if s.MinItems != nil && n < *s.MinItems || s.MaxItems != nil && n > *s.MaxItems {
-			u.errorf(at, CodeSchemaRange, "has %d entries; %s allows %s", n, what, boundsText(s.MinItems, s.MaxItems, "entries"))
+			u.errorf(at, CodeSchemaRange, "%s has %d entries; %s allows %s", subject(at), n, what, boundsText(s.MinItems, s.MaxItems, "entries"))
 		}
 		if s.Unique {
 			for i := range x {
@@ -256,7 +256,7 @@ func (u *ui) against(at string, v any, s *Schema, sc scope, what string) {
 		}
 		n := int64(len(x))
 		if s.MinProps != nil && n < *s.MinProps || s.MaxProps != nil && n > *s.MaxProps {
-			u.errorf(at, CodeSchemaRange, "has %d members; %s allows %s", n, what, boundsText(s.MinProps, s.MaxProps, "members"))
+			u.errorf(at, CodeSchemaRange, "%s has %d members; %s allows %s", subject(at), n, what, boundsText(s.MinProps, s.MaxProps, "members"))
 		}
 		for k, e := range x {
 			sub, ok := s.Props[k]
@@ -277,13 +277,13 @@ func (u *ui) against(at string, v any, s *Schema, sc scope, what string) {
 func (u *ui) numberBounds(at string, f float64, s *Schema, what string) {
 	switch {
 	case s.Minimum != nil && f < *s.Minimum:
-		u.errorf(at, CodeSchemaRange, "is %s; %s requires at least %s", fmtNum(f), what, fmtNum(*s.Minimum))
+		u.errorf(at, CodeSchemaRange, "%s is %s; %s requires at least %s", subject(at), fmtNum(f), what, fmtNum(*s.Minimum))
 	case s.Maximum != nil && f > *s.Maximum:
-		u.errorf(at, CodeSchemaRange, "is %s; %s requires at most %s", fmtNum(f), what, fmtNum(*s.Maximum))
+		u.errorf(at, CodeSchemaRange, "%s is %s; %s requires at most %s", subject(at), fmtNum(f), what, fmtNum(*s.Maximum))
 	case s.ExclMin != nil && f <= *s.ExclMin:
-		u.errorf(at, CodeSchemaRange, "is %s; %s requires more than %s", fmtNum(f), what, fmtNum(*s.ExclMin))
+		u.errorf(at, CodeSchemaRange, "%s is %s; %s requires more than %s", subject(at), fmtNum(f), what, fmtNum(*s.ExclMin))
 	case s.ExclMax != nil && f >= *s.ExclMax:
-		u.errorf(at, CodeSchemaRange, "is %s; %s requires less than %s", fmtNum(f), what, fmtNum(*s.ExclMax))
+		u.errorf(at, CodeSchemaRange, "%s is %s; %s requires less than %s", subject(at), fmtNum(f), what, fmtNum(*s.ExclMax))
 	}
 }
 

@@ -188,7 +188,7 @@ func (c *checker) namespaces(s map[string]any, perms map[string]bool) map[string
 		return ids
 	}
 	if len(a) < 1 || len(a) > models.MaxNamespaces {
-		c.errorf("/storage/namespaces", CodeCount, "has %d namespaces; 1 to %d are allowed", len(a), models.MaxNamespaces)
+		c.errorf("/storage/namespaces", CodeCount, "storage.namespaces has %d namespaces; 1 to %d are allowed", len(a), models.MaxNamespaces)
 	}
 	total := int64(0)
 	for i, e := range a {
@@ -237,7 +237,7 @@ func (c *checker) migrations(s map[string]any, version int64, namespaces map[str
 		return
 	}
 	if len(a) > models.MaxMigrations {
-		c.errorf("/storage/migrations", CodeCount, "has %d migrations; at most %d are allowed", len(a), models.MaxMigrations)
+		c.errorf("/storage/migrations", CodeCount, "storage.migrations has %d migrations; at most %d are allowed", len(a), models.MaxMigrations)
 	}
 	seen := map[string]int{}
 	for i, e := range a {

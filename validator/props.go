@@ -56,7 +56,7 @@ func (u *ui) value(path string, p *uicatalog.Prop, v any, sc scope) {
 			return
 		}
 		if p.MaxLength > 0 && runeCount(s) > p.MaxLength {
-			u.errorf(path, CodeRange, "has %d characters; at most %d are allowed", runeCount(s), p.MaxLength)
+			u.errorf(path, CodeRange, "%s has %d characters; at most %d are allowed", subject(path), runeCount(s), p.MaxLength)
 		}
 		u.text(path, s, p.Bindable, sc)
 	case uicatalog.Number, uicatalog.Integer:
@@ -114,7 +114,7 @@ func (u *ui) value(path string, p *uicatalog.Prop, v any, sc scope) {
 			return
 		}
 		if len(a) > p.MaxItems {
-			u.errorf(path, CodeCount, "has %d entries; at most %d are allowed", len(a), p.MaxItems)
+			u.errorf(path, CodeCount, "%s has %d entries; at most %d are allowed", subject(path), len(a), p.MaxItems)
 		}
 		for i, e := range a {
 			if s, ok := u.str(ptr(path, i), e); ok {
@@ -130,13 +130,13 @@ func (u *ui) value(path string, p *uicatalog.Prop, v any, sc scope) {
 	case uicatalog.Value:
 		switch x := v.(type) {
 		case map[string]any, []any:
-			u.errorf(path, CodeType, "must be a string, number, boolean or null, not %s", typeName(v))
+			u.errorf(path, CodeType, "%s must be a string, number, boolean or null, not %s", subject(path), typeName(v))
 		case string:
 			u.text(path, x, p.Bindable, sc)
 		}
 	case uicatalog.JSONValue, uicatalog.Object:
 		if _, ok := v.(map[string]any); !ok && p.Type == uicatalog.Object {
-			u.errorf(path, CodeType, "must be an object, not %s", typeName(v))
+			u.errorf(path, CodeType, "%s must be an object, not %s", subject(path), typeName(v))
 			return
 		}
 		u.jsonLimits(path, v, 0)
@@ -153,7 +153,7 @@ func (u *ui) value(path string, p *uicatalog.Prop, v any, sc scope) {
 			}
 		case json.Number:
 		default:
-			u.errorf(path, CodeType, "must be a version string or number, not %s", typeName(v))
+			u.errorf(path, CodeType, "%s must be a version string or number, not %s", subject(path), typeName(v))
 		}
 	case uicatalog.Schema:
 		u.checkSchema(path, v, "")
@@ -181,16 +181,16 @@ func (u *ui) boundValue(path, s string, want typeMask, what string, sc scope) {
 	t, vt := u.template(path, s, sc)
 	if t == nil {
 		if !binding.MayBind(s) {
-			u.errorf(path, CodeType, "must be %s or a whole binding such as {{state.key}}, not the string %q", what, s)
+			u.errorf(path, CodeType, "%s must be %s or a whole binding such as {{state.key}}, not the string %q", subject(path), what, s)
 		}
 		return
 	}
 	if !t.Whole() {
-		u.errorf(path, CodeWholeBinding, "must be %s or exactly one binding with nothing around it; %q is a text template", what, s)
+		u.errorf(path, CodeWholeBinding, "%s must be %s or exactly one binding with nothing around it; %q is a text template", subject(path), what, s)
 		return
 	}
 	if !want.accepts(vt.mask) {
-		u.errorf(path, CodeBindingType, "must be %s; %s reads %s", what, t.Parts[0].Path, vt.mask)
+		u.errorf(path, CodeBindingType, "%s must be %s; %s reads %s", subject(path), what, t.Parts[0].Path, vt.mask)
 	}
 }
 
@@ -356,7 +356,7 @@ func (u *ui) options(path string, p *uicatalog.Prop, v any, sc scope) {
 		return
 	}
 	if len(a) > p.MaxItems {
-		u.errorf(path, CodeCount, "has %d options; at most %d are allowed", len(a), p.MaxItems)
+		u.errorf(path, CodeCount, "%s has %d options; at most %d are allowed", subject(path), len(a), p.MaxItems)
 	}
 	seen := map[string]int{}
 	for i, e := range a {

@@ -58,7 +58,11 @@ func (u *ui) theme(path string, v any) {
 				continue
 			}
 			reported[key] = true
-			u.contrast(fg.path, fg.value, bg.path, bg.value, pair.Foreground+" ("+mode+" mode, on "+pair.Background+")")
+			where := mode + " mode"
+			if !strings.Contains(fg.path+bg.path, "/"+mode+"/") {
+				where = "light and dark modes"
+			}
+			u.contrast(fg.path, fg.value, bg.path, bg.value, pair.Foreground+" ("+where+", on "+pair.Background+")")
 		}
 	}
 }

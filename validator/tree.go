@@ -294,14 +294,17 @@ func (u *ui) contrast(fgPath, fg, bgPath, bg, what string) {
 		return
 	}
 	if fg == bg {
-		u.errorf(fgPath, CodeContrast, "the %s %s is identical to its background at %s: the text cannot be read", what, fg, bgPath)
+		u.errorf(fgPath, CodeContrast, "the %s %s is identical to its background at %s: the text cannot be read", what, displayColor(fg), bgPath)
 		return
 	}
 	fc, _ := uicatalog.ParseColor(fg)
 	bc, _ := uicatalog.ParseColor(bg)
 	if r, ok := uicatalog.ContrastRatio(fc, bc); ok && r < uicatalog.MinContrast {
-		u.warnf(fgPath, CodeLowContrast, "the %s %s on %s (at %s) has a contrast of %s:1; at least %s:1 is needed for text (WCAG 2)", what, fg, bg, bgPath, ratioText(r), fmtNum(uicatalog.MinContrast))
+		u.warnf(fgPath, CodeLowContrast, "the %s %s on %s (at %s) has a contrast of %s:1; at least %s:1 is needed for text (WCAG 2)", what, displayColor(fg), displayColor(bg), bgPath, ratioText(r), fmtNum(uicatalog.MinContrast))
 	}
 }
+
+// displayColor writes a normalized colour as #rrggbb when it is opaque.
+func displayColor(c string) string { return strings.TrimSuffix(c, "ff") }
 
 func ratioText(r float64) string { return fmt.Sprintf("%.2f", r) }

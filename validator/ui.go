@@ -248,7 +248,7 @@ func (u *ui) config(root any) {
 func (u *ui) objectOf(path string, v any, props []uicatalog.Prop) map[string]any {
 	m, ok := v.(map[string]any)
 	if !ok {
-		u.errorf(path, CodeType, "must be an object, not %s", typeName(v))
+		u.errorf(path, CodeType, "%s must be an object, not %s", subject(path), typeName(v))
 		return nil
 	}
 	for k := range m {
@@ -516,9 +516,9 @@ func (u *ui) items(path string, v any, lo, hi int, what string, props []uicatalo
 	}
 	if len(a) < lo || len(a) > hi {
 		if lo > 0 {
-			u.errorf(path, CodeCount, "has %d %s; %d to %d are allowed", len(a), what, lo, hi)
+			u.errorf(path, CodeCount, "%s has %d %s; %d to %d are allowed", subject(path), len(a), what, lo, hi)
 		} else {
-			u.errorf(path, CodeCount, "has %d %s; at most %d are allowed", len(a), what, hi)
+			u.errorf(path, CodeCount, "%s has %d %s; at most %d are allowed", subject(path), len(a), what, hi)
 		}
 	}
 	out := make([]map[string]any, len(a))
@@ -598,7 +598,7 @@ func (u *ui) dataSources(path string, v any) {
 		return
 	}
 	if len(a) > uicatalog.MaxDataSources {
-		u.errorf(path, CodeCount, "has %d data sources; at most %d are allowed", len(a), uicatalog.MaxDataSources)
+		u.errorf(path, CodeCount, "data_sources has %d data sources; at most %d are allowed", len(a), uicatalog.MaxDataSources)
 	}
 	ids := map[string]int{}
 	for i, e := range a {
