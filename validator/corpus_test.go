@@ -19,6 +19,8 @@ type corpusCase struct {
 	Manifest  string          `json:"manifest"`
 	Extension string          `json:"extension"`
 	Config    json.RawMessage `json:"config"`
+	// ConfigText holds a config that is not valid JSON, as text.
+	ConfigText string `json:"config_text"`
 	Errors    [][2]string     `json:"errors"`
 	// Warnings, when present, are matched exactly too.
 	Warnings *[][2]string `json:"warnings"`
@@ -76,6 +78,9 @@ func TestInvalidCorpus(t *testing.T) {
 			var c corpusCase
 			if err := json.Unmarshal(raw, &c); err != nil {
 				t.Fatal(err)
+			}
+			if c.ConfigText != "" {
+				c.Config = json.RawMessage(c.ConfigText)
 			}
 			if c.Rule == "" || len(c.Config) == 0 {
 				t.Fatal("a case names its rule and holds a config")

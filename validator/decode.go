@@ -73,6 +73,28 @@ type parser struct {
 	failed bool
 	order  map[string]int
 	n      int
+	// stack holds the reference tokens of the value being parsed, to name
+	// the place of a duplicate member.
+	stack []token
+}
+
+type token struct {
+	key   string
+	index int
+	isIdx bool
+}
+
+// pointer returns the JSON Pointer of the current value's member k.
+func (p *parser) pointer(k string) string {
+	var b strings.Builder
+	for _, t := range p.stack {
+		if t.isIdx {
+			b.WriteString(ptr("", t.index))
+		} else {
+			b.WriteString(ptr("", t.key))
+		}
+	}
+	return ptr(b.String(), k)
 }
 
 type syntaxError struct{ msg string }
@@ -184,10 +206,12 @@ func (p *parser) object(path string, depth int) (any, error) {
 			kp = ptr(path, k)
 		}
 		if _, dup := m[k]; dup && p.order == nil {
-			p.c.errorf(ptr(path, k), CodeDuplicateKey, "member %q appears more than once in this object; each member may appear once", k)
+			p.c.errorf(p.pointer(k), CodeDuplicateKey, "member %q appears more than once in this object; each member may appear once", k)
 			p.failed = true
 		}
+		p.stack = append(p.stack, token{key: k})
 		v, err := p.value(kp, depth+1)
+		p.stack = p.stack[:len(p.stack)-1]
 		if err != nil {
 			return nil, err
 		}
@@ -221,7 +245,9 @@ func (p *parser) array(path string, depth int) (any, error) {
 		if p.order != nil {
 			ep = path + "/" + strconv.Itoa(n)
 		}
+		p.stack = append(p.stack, token{index: n, isIdx: true})
 		v, err := p.value(ep, depth+1)
+		p.stack = p.stack[:len(p.stack)-1]
 		if err != nil {
 			return nil, err
 		}
