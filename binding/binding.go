@@ -109,42 +109,54 @@ func MayBind(s string) bool { return strings.Contains(s, "{{") }
 // Parse parses a template and checks each binding's path against the grammar,
 // MaxDepth and the readable roots (CheckPath).
 func Parse(s string) (*Template, error) {
-	t := &Template{}
-	var text strings.Builder
-	textStart := 0
-	flush := func() {
-		if text.Len() > 0 {
-			t.Parts = append(t.Parts, Part{Text: text.String(), Offset: textStart})
-			text.Reset()
+	t := &Template{Parts: make([]Part, 0, 2*strings.Count(s, "{{")+1)}
+	// text collects literal text; it stays a substring of s until an escape
+	// forces a copy.
+	var text []byte
+	textStart, textEnd := -1, -1
+	addText := func(from, to int) {
+		if from == to {
+			return
 		}
+		switch {
+		case textStart < 0:
+			textStart, textEnd = from, to
+		case text == nil && textEnd == from:
+			textEnd = to
+		default:
+			if text == nil {
+				text = append(text, s[textStart:textEnd]...)
+			}
+			text = append(text, s[from:to]...)
+		}
+	}
+	flush := func() {
+		if textStart < 0 {
+			return
+		}
+		str := s[textStart:textEnd]
+		if text != nil {
+			str = string(text)
+		}
+		t.Parts = append(t.Parts, Part{Text: str, Offset: textStart})
+		text, textStart, textEnd = nil, -1, -1
 	}
 	i := 0
 	for i < len(s) {
 		j := strings.Index(s[i:], "{{")
 		if j < 0 {
-			if text.Len() == 0 {
-				textStart = i
-			}
-			text.WriteString(s[i:])
+			addText(i, len(s))
 			break
 		}
 		j += i
 		if j > i && s[j-1] == '\\' {
-			// `\{{` is a literal `{{`.
-			if text.Len() == 0 {
-				textStart = i
-			}
-			text.WriteString(s[i : j-1])
-			text.WriteString("{{")
+			// `\{{` is a literal `{{`: the text up to the backslash, then the braces.
+			addText(i, j-1)
+			addText(j, j+2)
 			i = j + 2
 			continue
 		}
-		if j > i {
-			if text.Len() == 0 {
-				textStart = i
-			}
-			text.WriteString(s[i:j])
-		}
+		addText(i, j)
 		end := strings.Index(s[j+2:], "}}")
 		if end < 0 {
 			return nil, &Error{CodeSyntax, j, "`{{` is not closed by `}}`; write `\\{{` for a literal `{{`"}
@@ -186,7 +198,7 @@ func parsePath(s string) (Path, error) {
 	if s == "" {
 		return nil, &Error{CodeSyntax, 0, "empty path; a path is written like data.weather.data.city or state.tab"}
 	}
-	p := make(Path, 0, 4)
+	p := make(Path, 0, 1+strings.Count(s, ".")+strings.Count(s, "["))
 	i := 0
 	for {
 		// A name.

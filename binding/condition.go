@@ -93,25 +93,37 @@ func parseCondition(v any, ptr string, depth int, ps *[]Problem) *Condition {
 		add(ptr, CodeConditionDepth, "this condition is at depth %d; conditions nest at most %d deep (the outermost counts as 1)", depth, MaxConditionDepth)
 		return nil
 	}
-	var singles, combinators, unknown []string
-	for k := range m {
-		switch {
-		case contains(singleMembers, k):
-			singles = append(singles, k)
-		case contains(combinatorMembers, k):
+	// Look the known members up; only an object with other members is walked.
+	var combinators, singles []string
+	known := 0
+	for _, k := range combinatorMembers {
+		if _, ok := m[k]; ok {
 			combinators = append(combinators, k)
-		default:
-			unknown = append(unknown, k)
+			known++
 		}
 	}
-	sort.Strings(unknown)
-	for _, k := range unknown {
-		add(ptr+"/"+escape(k), CodeUnknownField, "unknown member %q; a condition has path with one of equals, not_equals, exists, or one of all, any, not", k)
+	for _, k := range singleMembers {
+		if _, ok := m[k]; ok {
+			known++
+			if len(combinators) > 0 {
+				singles = append(singles, k)
+			}
+		}
+	}
+	if known < len(m) {
+		var unknown []string
+		for k := range m {
+			if !contains(singleMembers, k) && !contains(combinatorMembers, k) {
+				unknown = append(unknown, k)
+			}
+		}
+		sort.Strings(unknown)
+		for _, k := range unknown {
+			add(ptr+"/"+escape(k), CodeUnknownField, "unknown member %q; a condition has path with one of equals, not_equals, exists, or one of all, any, not", k)
+		}
 	}
 	if len(combinators) > 0 {
-		sort.Strings(combinators)
 		if len(combinators) > 1 || len(singles) > 0 {
-			sort.Strings(singles)
 			add(ptr, CodeConditionForm, "this object mixes %v; a condition object is either {path, operator} or holds exactly one of all, any, not", append(combinators, singles...))
 			return nil
 		}
@@ -158,8 +170,9 @@ func parseCondition(v any, ptr string, depth int, ps *[]Problem) *Condition {
 	} else {
 		c.Path = p
 	}
-	var ops []string
-	for _, k := range []string{OpEquals, OpNotEquals, OpExists} {
+	var opsBuf [3]string
+	ops := opsBuf[:0]
+	for _, k := range singleMembers[1:] {
 		if _, ok := m[k]; ok {
 			ops = append(ops, k)
 		}

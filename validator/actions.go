@@ -16,16 +16,16 @@ func (u *ui) action(path string, v any, sc scope, flows int) {
 	}
 	tv, ok := m["type"]
 	if !ok {
-		u.errorf(ptr(path, "type"), CodeRequired, "an action needs a type: %s", u.actionTypes())
+		u.errorf(u.pkey(path, "type"), CodeRequired, "an action needs a type: %s", u.actionTypes())
 		return
 	}
-	typ, ok := u.str(ptr(path, "type"), tv)
+	typ, ok := u.str(u.pkey(path, "type"), tv)
 	if !ok {
 		return
 	}
 	at, ok := u.cat.Action(typ)
 	if !ok {
-		u.errorf(ptr(path, "type"), CodeEnum, "action type %q is unknown; action types: %s", typ, u.actionTypes())
+		u.errorf(u.pkey(path, "type"), CodeEnum, "action type %q is unknown; action types: %s", typ, u.actionTypes())
 		return
 	}
 	for k := range m {
@@ -37,7 +37,7 @@ func (u *ui) action(path string, v any, sc scope, flows int) {
 			if allowed == "" {
 				allowed = "none"
 			}
-			u.errorf(ptr(path, k), CodeUnknownField, "a %s action has no field %q; its fields: %s", typ, k, allowed)
+			u.errorf(u.pkey(path, k), CodeUnknownField, "a %s action has no field %q; its fields: %s", typ, k, allowed)
 		}
 	}
 	if at.Feature != "" {
@@ -48,15 +48,15 @@ func (u *ui) action(path string, v any, sc scope, flows int) {
 		u.fields(path, m, at.Fields, sc, "capability", "arguments", "store")
 		capID := ""
 		if cv, ok := m["capability"]; ok {
-			capID, _ = u.capability(ptr(path, "capability"), cv)
+			capID, _ = u.capability(u.pkey(path, "capability"), cv)
 		} else {
-			u.errorf(ptr(path, "capability"), CodeRequired, "invoke needs a capability: a capability of the manifest or host.storage.list|get|create|update|delete")
+			u.errorf(u.pkey(path, "capability"), CodeRequired, "invoke needs a capability: a capability of the manifest or host.storage.list|get|create|update|delete")
 		}
 		u.arguments(path, m, capID, sc)
 		if sv, ok := m["store"]; ok {
-			if id, ok := u.sourceRef(ptr(path, "store"), sv); ok && capID != "" {
+			if id, ok := u.sourceRef(u.pkey(path, "store"), sv); ok && capID != "" {
 				if src := u.sources[id]; src.cap != "" && src.cap != capID {
-					u.warnf(ptr(path, "store"), CodeStoreCapability, "the result of %s replaces data source %q, which holds results of %s; bindings to it may no longer match", capID, id, src.cap)
+					u.warnf(u.pkey(path, "store"), CodeStoreCapability, "the result of %s replaces data source %q, which holds results of %s; bindings to it may no longer match", capID, id, src.cap)
 				}
 			}
 		}
@@ -66,16 +66,16 @@ func (u *ui) action(path string, v any, sc scope, flows int) {
 		u.fields(path, m, at.Fields, sc, "values")
 		vv, ok := m["values"]
 		if !ok {
-			u.errorf(ptr(path, "values"), CodeRequired, "set_state needs values: an object of declared state keys to their new values")
+			u.errorf(u.pkey(path, "values"), CodeRequired, "set_state needs values: an object of declared state keys to their new values")
 			break
 		}
-		vals := u.object(ptr(path, "values"), vv)
+		vals := u.object(u.pkey(path, "values"), vv)
 		if vals == nil {
 			break
 		}
-		u.jsonLimits(ptr(path, "values"), vv, 0)
+		u.jsonLimits(u.pkey(path, "values"), vv, 0)
 		for k, val := range vals {
-			kp := ptr(path, "values", k)
+			kp := u.ptr(path, "values", k)
 			if _, ok := u.state[k]; !ok {
 				u.errorf(kp, CodeUndeclaredStateKey, "state key %q is not declared in initial_state; only declared keys may be written (%s)", k, u.declaredKeys())
 			}
@@ -84,27 +84,27 @@ func (u *ui) action(path string, v any, sc scope, flows int) {
 	case "refresh":
 		u.fields(path, m, at.Fields, sc, "source")
 		if sv, ok := m["source"]; ok {
-			u.sourceRef(ptr(path, "source"), sv)
+			u.sourceRef(u.pkey(path, "source"), sv)
 		} else {
-			u.errorf(ptr(path, "source"), CodeRequired, "refresh needs a source: the id of a declared data source")
+			u.errorf(u.pkey(path, "source"), CodeRequired, "refresh needs a source: the id of a declared data source")
 		}
 	case "navigate":
 		u.fields(path, m, at.Fields, sc, "target", "parameters")
 		if tv, ok := m["target"]; ok {
-			u.target(ptr(path, "target"), tv)
+			u.target(u.pkey(path, "target"), tv)
 		} else {
-			u.errorf(ptr(path, "target"), CodeRequired, "navigate needs a target: the id of a UI extension of the same manifest")
+			u.errorf(u.pkey(path, "target"), CodeRequired, "navigate needs a target: the id of a UI extension of the same manifest")
 		}
 		if pv, ok := m["parameters"]; ok {
-			pp := ptr(path, "parameters")
+			pp := u.pkey(path, "parameters")
 			u.use(uicatalog.FeatureRouteData, pp)
 			if params := u.object(pp, pv); params != nil {
 				u.jsonLimits(pp, pv, 0)
 				for k, val := range params {
 					if !isFieldName(k) {
-						u.errorf(ptr(pp, k), CodeFormat, "route parameter %q is read as context.route.%s: a letter or _, then letters, digits, _ or -", k, k)
+						u.errorf(u.pkey(pp, k), CodeFormat, "route parameter %q is read as context.route.%s: a letter or _, then letters, digits, _ or -", k, k)
 					}
-					u.against(ptr(pp, k), val, nil, sc, "")
+					u.against(u.pkey(pp, k), val, nil, sc, "")
 				}
 			}
 		}
@@ -130,7 +130,7 @@ func (u *ui) flow(path string, m map[string]any, at *uicatalog.ActionType, sc sc
 	}
 	u.fields(path, m, at.Fields, sc, "actions")
 	av, ok := m["actions"]
-	ap := ptr(path, "actions")
+	ap := u.pkey(path, "actions")
 	if !ok {
 		u.errorf(ap, CodeRequired, "a flow needs actions: 1 to %d actions", uicatalog.MaxActionsPerFlow)
 		return
@@ -146,7 +146,7 @@ func (u *ui) flow(path string, m map[string]any, at *uicatalog.ActionType, sc sc
 		u.errorf(ap, CodeTooManyActions, "this flow has %d actions; a flow has at most %d", len(a), uicatalog.MaxActionsPerFlow)
 	}
 	for i, e := range a {
-		ep := ptr(ap, i)
+		ep := u.pidx(ap, i)
 		u.flowActions++
 		if u.flowActions == uicatalog.MaxFlowActions+1 {
 			u.errorf(ep, CodeTooManyActions, "the flows of this config hold more than %d actions in all; this is action %d", uicatalog.MaxFlowActions, u.flowActions)

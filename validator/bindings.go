@@ -137,7 +137,7 @@ func (u *ui) resolve(at string, p binding.Path, from int, s *Schema, what string
 			return anyType
 		}
 		seg := p[i]
-		here := p[:i].String()
+		here := p[:i]
 		if seg.IsIndex {
 			if cur.Types != tAny && cur.Types&tArray == 0 {
 				u.errorf(at, CodeSchemaPath, "%s does not exist: %s is %s in %s, so it has no index %s", p, here, cur.Types, what, segString(seg))
@@ -199,11 +199,11 @@ func (u *ui) against(at string, v any, s *Schema, sc scope, what string) {
 		switch x := v.(type) {
 		case map[string]any:
 			for k, e := range x {
-				u.against(ptr(at, k), e, nil, sc, what)
+				u.against(u.pkey(at, k), e, nil, sc, what)
 			}
 		case []any:
 			for i, e := range x {
-				u.against(ptr(at, i), e, nil, sc, what)
+				u.against(u.pidx(at, i), e, nil, sc, what)
 			}
 		}
 		return
@@ -240,18 +240,18 @@ func (u *ui) against(at string, v any, s *Schema, sc scope, what string) {
 			for i := range x {
 				for j := 0; j < i; j++ {
 					if binding.Equal(x[i], x[j]) {
-						u.errorf(ptr(at, i), CodeSchemaEnum, "repeats entry %d; %s requires unique entries", j, what)
+						u.errorf(u.pidx(at, i), CodeSchemaEnum, "repeats entry %d; %s requires unique entries", j, what)
 					}
 				}
 			}
 		}
 		for i, e := range x {
-			u.against(ptr(at, i), e, s.Items, sc, what)
+			u.against(u.pidx(at, i), e, s.Items, sc, what)
 		}
 	case map[string]any:
 		for _, r := range s.Required {
 			if _, ok := x[r]; !ok {
-				u.errorf(ptr(at, r), CodeSchemaRequired, "%q is required by %s", r, what)
+				u.errorf(u.pkey(at, r), CodeSchemaRequired, "%q is required by %s", r, what)
 			}
 		}
 		n := int64(len(x))
@@ -265,11 +265,11 @@ func (u *ui) against(at string, v any, s *Schema, sc scope, what string) {
 				if len(s.Props) > 0 {
 					members = strings.Join(s.propNames(), ", ")
 				}
-				u.errorf(ptr(at, k), CodeSchemaUnknownField, "%q is not a member %s allows (members: %s)", k, what, members)
-				u.against(ptr(at, k), e, nil, sc, what)
+				u.errorf(u.pkey(at, k), CodeSchemaUnknownField, "%q is not a member %s allows (members: %s)", k, what, members)
+				u.against(u.pkey(at, k), e, nil, sc, what)
 				continue
 			}
-			u.against(ptr(at, k), e, sub, sc, what)
+			u.against(u.pkey(at, k), e, sub, sc, what)
 		}
 	}
 }

@@ -30,45 +30,45 @@ func (c *checker) capabilities(v any, minHost string) {
 	versionReported := false
 	ids := map[string]bool{}
 	for i, e := range a {
-		p := ptr("/capabilities", i)
+		p := c.ptr("/capabilities", i)
 		m := c.object(p, e, "id", "kind", "description", "input_schema", "output_schema")
 		if m == nil {
 			continue
 		}
 		if iv, ok := m["id"]; !ok {
-			c.errorf(ptr(p, "id"), CodeRequired, "capability id is required")
-		} else if id, ok := c.str(ptr(p, "id"), iv); ok {
+			c.errorf(c.ptr(p, "id"), CodeRequired, "capability id is required")
+		} else if id, ok := c.str(c.ptr(p, "id"), iv); ok {
 			switch {
 			case !models.IsDottedIdentifier(id):
-				c.errorf(ptr(p, "id"), CodeFormat, "%q is not a capability id: safe identifiers joined by dots, such as weather.lookup", id)
+				c.errorf(c.ptr(p, "id"), CodeFormat, "%q is not a capability id: safe identifiers joined by dots, such as weather.lookup", id)
 			case strings.HasPrefix(id, "host."):
-				c.errorf(ptr(p, "id"), CodeFormat, "%q: capability ids under host. are provided by the host", id)
+				c.errorf(c.ptr(p, "id"), CodeFormat, "%q: capability ids under host. are provided by the host", id)
 			case ids[id]:
-				c.errorf(ptr(p, "id"), CodeDuplicate, "capability %q is declared more than once", id)
+				c.errorf(c.ptr(p, "id"), CodeDuplicate, "capability %q is declared more than once", id)
 			}
 			ids[id] = true
 		}
 		if kv, ok := m["kind"]; !ok {
-			c.errorf(ptr(p, "kind"), CodeRequired, "kind is required: %s", strings.Join(capabilityKinds, ", "))
+			c.errorf(c.ptr(p, "kind"), CodeRequired, "kind is required: %s", strings.Join(capabilityKinds, ", "))
 		} else {
-			c.enum(ptr(p, "kind"), kv, capabilityKinds...)
+			c.enum(c.ptr(p, "kind"), kv, capabilityKinds...)
 		}
 		if dv, ok := m["description"]; ok {
-			c.str(ptr(p, "description"), dv)
+			c.str(c.ptr(p, "description"), dv)
 		}
 		for _, k := range []string{"input_schema", "output_schema"} {
 			sv, ok := m[k]
 			if !ok {
 				continue
 			}
-			c.checkSchema(ptr(p, k), sv, "object")
+			c.checkSchema(c.ptr(p, k), sv, "object")
 			if !versionReported && !versionAtLeast(minHost, uicatalog.MinHostVersion) {
 				versionReported = true
 				have := minHost
 				if have == "" {
 					have = "not set"
 				}
-				c.errorf(ptr(p, k), CodeMinHostVersion, "%s need min_host_version %s or later; it is %s", uicatalog.FeatureCapabilitySchemas, uicatalog.MinHostVersion, have)
+				c.errorf(c.ptr(p, k), CodeMinHostVersion, "%s need min_host_version %s or later; it is %s", uicatalog.FeatureCapabilitySchemas, uicatalog.MinHostVersion, have)
 			}
 		}
 	}
@@ -82,30 +82,30 @@ func (c *checker) extensions(v any) {
 	}
 	ids := map[string]bool{}
 	for i, e := range a {
-		p := ptr("/extensions", i)
+		p := c.ptr("/extensions", i)
 		m := c.object(p, e, "id", "point", "config")
 		if m == nil {
 			continue
 		}
 		if iv, ok := m["id"]; !ok {
-			c.errorf(ptr(p, "id"), CodeRequired, "extension id is required")
-		} else if id, ok := c.str(ptr(p, "id"), iv); ok {
+			c.errorf(c.ptr(p, "id"), CodeRequired, "extension id is required")
+		} else if id, ok := c.str(c.ptr(p, "id"), iv); ok {
 			switch {
 			case !models.IsSafeIdentifier(id):
-				c.errorf(ptr(p, "id"), CodeFormat, "%q is not a safe identifier", id)
+				c.errorf(c.ptr(p, "id"), CodeFormat, "%q is not a safe identifier", id)
 			case ids[id]:
-				c.errorf(ptr(p, "id"), CodeDuplicate, "extension %q is declared more than once", id)
+				c.errorf(c.ptr(p, "id"), CodeDuplicate, "extension %q is declared more than once", id)
 			}
 			ids[id] = true
 		}
 		if pv, ok := m["point"]; !ok {
-			c.errorf(ptr(p, "point"), CodeRequired, "point is required: %s", strings.Join(extensionPoints, ", "))
+			c.errorf(c.ptr(p, "point"), CodeRequired, "point is required: %s", strings.Join(extensionPoints, ", "))
 		} else {
-			c.enum(ptr(p, "point"), pv, extensionPoints...)
+			c.enum(c.ptr(p, "point"), pv, extensionPoints...)
 		}
 		if cv, ok := m["config"]; ok {
-			if s, ok := c.str(ptr(p, "config"), cv); ok {
-				c.configPath(ptr(p, "config"), s, m["id"])
+			if s, ok := c.str(c.ptr(p, "config"), cv); ok {
+				c.configPath(c.ptr(p, "config"), s, m["id"])
 			}
 		}
 	}

@@ -20,8 +20,8 @@ type corpusCase struct {
 	Extension string          `json:"extension"`
 	Config    json.RawMessage `json:"config"`
 	// ConfigText holds a config that is not valid JSON, as text.
-	ConfigText string `json:"config_text"`
-	Errors    [][2]string     `json:"errors"`
+	ConfigText string      `json:"config_text"`
+	Errors     [][2]string `json:"errors"`
 	// Warnings, when present, are matched exactly too.
 	Warnings *[][2]string `json:"warnings"`
 }

@@ -147,6 +147,9 @@ func (p *parser) value(path string, depth int) (any, error) {
 	case c == '[':
 		return p.array(path, depth)
 	case c == '"':
+		if v, ok := p.internedString(); ok {
+			return v, nil
+		}
 		return p.string()
 	case c == '-' || c >= '0' && c <= '9':
 		return p.number()
@@ -192,8 +195,11 @@ func (p *parser) object(path string, depth int) (any, error) {
 		if p.data[p.i] != '"' {
 			return nil, p.fail(fmt.Sprintf("unexpected %s; expected a member name in double quotes", quoteByte(p.data[p.i])))
 		}
-		k, err := p.string()
-		if err != nil {
+		var k string
+		var err error
+		if v, ok := p.internedString(); ok {
+			k = v.(string)
+		} else if k, err = p.string(); err != nil {
 			return nil, err
 		}
 		p.ws()
@@ -203,11 +209,7 @@ func (p *parser) object(path string, depth int) (any, error) {
 		p.i++
 		var kp string
 		if p.order != nil {
-			kp = ptr(path, k)
-		}
-		if _, dup := m[k]; dup && p.order == nil {
-			p.c.errorf(p.pointer(k), CodeDuplicateKey, "member %q appears more than once in this object; each member may appear once", k)
-			p.failed = true
+			kp = pkey(path, k)
 		}
 		p.stack = append(p.stack, token{key: k})
 		v, err := p.value(kp, depth+1)
@@ -215,7 +217,14 @@ func (p *parser) object(path string, depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		n := len(m)
 		m[k] = v
+		if len(m) == n && p.order == nil {
+			// The member was there already: the last one wins, as in
+			// encoding/json, and the document is refused.
+			p.c.errorf(p.pointer(k), CodeDuplicateKey, "member %q appears more than once in this object; each member may appear once", k)
+			p.failed = true
+		}
 		p.ws()
 		if p.i >= len(p.data) {
 			return nil, p.fail("the document ends early")
@@ -390,6 +399,22 @@ func (p *parser) hex4() (rune, bool) {
 	return r, true
 }
 
+// internedString reads a string without escapes that is one of the interned
+// names, without allocating: the names of the catalog and the config are most
+// of the strings of a config.
+func (p *parser) internedString() (any, bool) {
+	end := bytes.IndexByte(p.data[p.i+1:], '"')
+	if end < 0 || end > maxInterned {
+		return nil, false
+	}
+	b := p.data[p.i+1 : p.i+1+end]
+	v, ok := interned()[string(b)]
+	if ok {
+		p.i += end + 2
+	}
+	return v, ok
+}
+
 // number reads a number with the JSON grammar: -? int frac? exp?
 func (p *parser) number() (any, error) {
 	start := p.i
@@ -424,5 +449,20 @@ func (p *parser) number() (any, error) {
 			return nil, p.fail("a number needs digits in its exponent")
 		}
 	}
+	if b := p.data[start:p.i]; len(b) <= 2 {
+		if n, ok := smallNumbers[string(b)]; ok {
+			return n, nil
+		}
+	}
 	return json.Number(p.data[start:p.i]), nil
 }
+
+// smallNumbers are the numbers 0 to 99 as decoded values, allocated once.
+var smallNumbers = func() map[string]any {
+	m := make(map[string]any, 100)
+	for i := 0; i < 100; i++ {
+		s := strconv.Itoa(i)
+		m[s] = json.Number(s)
+	}
+	return m
+}()

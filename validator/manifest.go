@@ -123,7 +123,7 @@ func (c *checker) permissions(m map[string]any) map[string]bool {
 		return perms
 	}
 	for i, e := range a {
-		p := ptr("/permissions", i)
+		p := c.ptr("/permissions", i)
 		s, ok := c.enum(p, e, knownPermissions...)
 		if !ok {
 			continue
@@ -192,29 +192,29 @@ func (c *checker) namespaces(s map[string]any, perms map[string]bool) map[string
 	}
 	total := int64(0)
 	for i, e := range a {
-		p := ptr("/storage/namespaces", i)
+		p := c.ptr("/storage/namespaces", i)
 		n := c.object(p, e, "id", "max_bytes", "ai_access")
 		if n == nil {
 			continue
 		}
 		if v, ok := n["id"]; !ok {
-			c.errorf(ptr(p, "id"), CodeRequired, "namespace id is required")
-		} else if id, ok := c.str(ptr(p, "id"), v); ok {
+			c.errorf(c.ptr(p, "id"), CodeRequired, "namespace id is required")
+		} else if id, ok := c.str(c.ptr(p, "id"), v); ok {
 			switch {
 			case !models.IsSafeIdentifier(id):
-				c.errorf(ptr(p, "id"), CodeFormat, "%q is not a safe identifier: a lower-case letter, then lower-case letters, digits or _, at most 64 characters", id)
+				c.errorf(c.ptr(p, "id"), CodeFormat, "%q is not a safe identifier: a lower-case letter, then lower-case letters, digits or _, at most 64 characters", id)
 			case ids[id]:
-				c.errorf(ptr(p, "id"), CodeDuplicate, "namespace %q is declared more than once", id)
+				c.errorf(c.ptr(p, "id"), CodeDuplicate, "namespace %q is declared more than once", id)
 			}
 			ids[id] = true
 		}
 		if v, ok := n["max_bytes"]; !ok {
-			c.errorf(ptr(p, "max_bytes"), CodeRequired, "max_bytes is required: 1 to %d bytes", models.MaxNamespaceBytes)
-		} else if b, ok := c.integer(ptr(p, "max_bytes"), v, 1, models.MaxNamespaceBytes); ok {
+			c.errorf(c.ptr(p, "max_bytes"), CodeRequired, "max_bytes is required: 1 to %d bytes", models.MaxNamespaceBytes)
+		} else if b, ok := c.integer(c.ptr(p, "max_bytes"), v, 1, models.MaxNamespaceBytes); ok {
 			total += b
 		}
 		if v, ok := n["ai_access"]; ok {
-			if acc, ok := c.enum(ptr(p, "ai_access"), v, models.AIAccessNone, models.AIAccessRead, models.AIAccessReadWrite); ok &&
+			if acc, ok := c.enum(c.ptr(p, "ai_access"), v, models.AIAccessNone, models.AIAccessRead, models.AIAccessReadWrite); ok &&
 				acc != models.AIAccessNone && !perms[models.PermissionAIStorage] {
 				c.errorf("/permissions", CodePermissionRequired, "namespace %d has ai_access %q, which requires the ai_storage permission", i, acc)
 			}
@@ -241,7 +241,7 @@ func (c *checker) migrations(s map[string]any, version int64, namespaces map[str
 	}
 	seen := map[string]int{}
 	for i, e := range a {
-		p := ptr("/storage/migrations", i)
+		p := c.ptr("/storage/migrations", i)
 		mg := c.object(p, e, "from", "to", "namespace", "rename", "delete")
 		if mg == nil {
 			continue
@@ -250,10 +250,10 @@ func (c *checker) migrations(s map[string]any, version int64, namespaces map[str
 		for _, f := range []string{"from", "to"} {
 			fv, ok := mg[f]
 			if !ok {
-				c.errorf(ptr(p, f), CodeRequired, "%s is required: a storage version from %d to %d", f, models.MinStorageVersion, models.MaxStorageVersion)
+				c.errorf(c.ptr(p, f), CodeRequired, "%s is required: a storage version from %d to %d", f, models.MinStorageVersion, models.MaxStorageVersion)
 				continue
 			}
-			if n, ok := c.integer(ptr(p, f), fv, models.MinStorageVersion, models.MaxStorageVersion); ok {
+			if n, ok := c.integer(c.ptr(p, f), fv, models.MinStorageVersion, models.MaxStorageVersion); ok {
 				if f == "from" {
 					from = n
 				} else {
@@ -262,18 +262,18 @@ func (c *checker) migrations(s map[string]any, version int64, namespaces map[str
 			}
 		}
 		if from != 0 && to != 0 && to != from+1 {
-			c.errorf(ptr(p, "to"), CodeMigrationStep, "migrates from %d to %d; a migration advances one step at a time (to must be %d)", from, to, from+1)
+			c.errorf(c.ptr(p, "to"), CodeMigrationStep, "migrates from %d to %d; a migration advances one step at a time (to must be %d)", from, to, from+1)
 		}
 		if to != 0 && version != 0 && to > version {
-			c.errorf(ptr(p, "to"), CodeMigrationStep, "migrates to %d, beyond storage.version %d", to, version)
+			c.errorf(c.ptr(p, "to"), CodeMigrationStep, "migrates to %d, beyond storage.version %d", to, version)
 		}
 		ns := ""
 		if nv, ok := mg["namespace"]; !ok {
-			c.errorf(ptr(p, "namespace"), CodeRequired, "namespace is required: a namespace declared in storage.namespaces")
-		} else if s, ok := c.str(ptr(p, "namespace"), nv); ok {
+			c.errorf(c.ptr(p, "namespace"), CodeRequired, "namespace is required: a namespace declared in storage.namespaces")
+		} else if s, ok := c.str(c.ptr(p, "namespace"), nv); ok {
 			ns = s
 			if !namespaces[s] {
-				c.errorf(ptr(p, "namespace"), CodeUnknownNamespace, "namespace %q is not declared in storage.namespaces", s)
+				c.errorf(c.ptr(p, "namespace"), CodeUnknownNamespace, "namespace %q is not declared in storage.namespaces", s)
 			}
 		}
 		if from != 0 && ns != "" {
@@ -301,13 +301,13 @@ func (c *checker) migrationRename(p string, mg map[string]any) map[string]bool {
 	if !ok {
 		return olds
 	}
-	r := c.object(ptr(p, "rename"), rv)
+	r := c.object(c.ptr(p, "rename"), rv)
 	if r == nil {
 		return olds
 	}
 	targets := map[string]string{}
 	for _, old := range sortedKeys(r) {
-		kp := ptr(p, "rename", old)
+		kp := c.ptr(p, "rename", old)
 		olds[old] = true
 		if err := models.ValidateKey(old); err != nil {
 			c.errorf(kp, CodeInvalidKey, "old key: %s", models.ErrorMessage(err))
@@ -337,13 +337,13 @@ func (c *checker) migrationDelete(p string, mg map[string]any, renamed map[strin
 	if !ok {
 		return
 	}
-	d, ok := c.array(ptr(p, "delete"), dv)
+	d, ok := c.array(c.ptr(p, "delete"), dv)
 	if !ok {
 		return
 	}
 	seen := map[string]bool{}
 	for j, e := range d {
-		kp := ptr(p, "delete", j)
+		kp := c.ptr(p, "delete", j)
 		k, ok := c.str(kp, e)
 		if !ok {
 			continue

@@ -86,10 +86,7 @@ func CheckPlugin(files map[string][]byte) (*models.Manifest, *Report) {
 		}
 	}
 	for _, cf := range configs {
-		u := newUI(use, cf.ext.ID)
-		u.routeKnown = true
-		u.routeParams = params[cf.ext.ID]
-		r.Merge(cf.file, u.check(files[cf.file]))
+		r.Merge(cf.file, checkUIConfig(files[cf.file], use, cf.ext.ID, true, params[cf.ext.ID]))
 	}
 
 	var names []string

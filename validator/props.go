@@ -33,11 +33,11 @@ func (u *ui) fields(path string, m map[string]any, props []uicatalog.Prop, sc sc
 		v, ok := m[p.Name]
 		if !ok {
 			if p.Required {
-				u.errorf(ptr(path, p.Name), CodeRequired, "%s is required: %s", p.Name, p.Doc)
+				u.errorf(u.pkey(path, p.Name), CodeRequired, "%s is required: %s", p.Name, p.Doc)
 			}
 			continue
 		}
-		u.value(ptr(path, p.Name), p, v, sc)
+		u.value(u.pkey(path, p.Name), p, v, sc)
 	}
 }
 
@@ -117,8 +117,8 @@ func (u *ui) value(path string, p *uicatalog.Prop, v any, sc scope) {
 			u.errorf(path, CodeCount, "%s has %d entries; at most %d are allowed", subject(path), len(a), p.MaxItems)
 		}
 		for i, e := range a {
-			if s, ok := u.str(ptr(path, i), e); ok {
-				u.text(ptr(path, i), s, false, sc)
+			if s, ok := u.str(u.pidx(path, i), e); ok {
+				u.text(u.pidx(path, i), s, false, sc)
 			}
 		}
 	case uicatalog.Options:
@@ -312,10 +312,10 @@ func (u *ui) inset(path string, v any) {
 			case "horizontal", "vertical":
 				axes++
 			default:
-				u.errorf(ptr(path, k), CodeUnknownField, "unknown member %q; an inset object has top, right, bottom, left or horizontal, vertical", k)
+				u.errorf(u.pkey(path, k), CodeUnknownField, "unknown member %q; an inset object has top, right, bottom, left or horizontal, vertical", k)
 				continue
 			}
-			u.number(ptr(path, k), e, lo, hi)
+			u.number(u.pkey(path, k), e, lo, hi)
 		}
 		if sides > 0 && axes > 0 {
 			u.errorf(path, CodeInsetForm, "an inset object uses either sides {top, right, bottom, left} or axes {horizontal, vertical}, not both")
@@ -360,7 +360,7 @@ func (u *ui) options(path string, p *uicatalog.Prop, v any, sc scope) {
 	}
 	seen := map[string]int{}
 	for i, e := range a {
-		op := ptr(path, i)
+		op := u.pidx(path, i)
 		m := u.object(op, e, "value", "label")
 		if m == nil {
 			continue
@@ -368,23 +368,23 @@ func (u *ui) options(path string, p *uicatalog.Prop, v any, sc scope) {
 		val, ok := m["value"]
 		switch {
 		case !ok:
-			u.errorf(ptr(op, "value"), CodeRequired, "an option needs a value: a string, number or boolean")
+			u.errorf(u.pkey(op, "value"), CodeRequired, "an option needs a value: a string, number or boolean")
 		case typeOfValue(val)&(tString|tNumber|tInteger|tBoolean) == 0:
-			u.errorf(ptr(op, "value"), CodeType, "an option value is a string, number or boolean, not %s", typeName(val))
+			u.errorf(u.pkey(op, "value"), CodeType, "an option value is a string, number or boolean, not %s", typeName(val))
 		default:
 			k := scalarKey(val)
 			if j, dup := seen[k]; dup {
-				u.errorf(ptr(op, "value"), CodeDuplicate, "value %s is already the value of option %d", jsonText(val), j)
+				u.errorf(u.pkey(op, "value"), CodeDuplicate, "value %s is already the value of option %d", jsonText(val), j)
 			}
 			seen[k] = i
 			if s, ok := val.(string); ok {
-				u.text(ptr(op, "value"), s, false, sc)
+				u.text(u.pkey(op, "value"), s, false, sc)
 			}
 		}
 		if lv, ok := m["label"]; !ok {
-			u.errorf(ptr(op, "label"), CodeRequired, "an option needs a label")
-		} else if s, ok := u.str(ptr(op, "label"), lv); ok {
-			u.text(ptr(op, "label"), s, true, sc)
+			u.errorf(u.pkey(op, "label"), CodeRequired, "an option needs a label")
+		} else if s, ok := u.str(u.pkey(op, "label"), lv); ok {
+			u.text(u.pkey(op, "label"), s, true, sc)
 		}
 	}
 }
@@ -405,7 +405,7 @@ func (u *ui) jsonLimits(path string, v any, depth int) {
 		for k, e := range x {
 			switch e.(type) {
 			case map[string]any, []any:
-				u.jsonLimits(ptr(path, k), e, d)
+				u.jsonLimits(u.pkey(path, k), e, d)
 			}
 		}
 	case []any:
@@ -420,7 +420,7 @@ func (u *ui) jsonLimits(path string, v any, depth int) {
 		for i, e := range x {
 			switch e.(type) {
 			case map[string]any, []any:
-				u.jsonLimits(ptr(path, i), e, d)
+				u.jsonLimits(u.pidx(path, i), e, d)
 			}
 		}
 	}

@@ -65,17 +65,53 @@ func (r *Report) Merge(file string, o *Report) {
 }
 
 // checker collects problems while walking a document.
+//
+// A quiet checker only notes whether there is any problem: it builds no JSON
+// Pointer and no message. Most configs are valid, so a check first runs
+// quietly and is repeated in full only when it found something.
 type checker struct {
 	errs  []models.Problem
 	warns []models.Problem
+	quiet bool
+	found bool
 }
 
 func (c *checker) errorf(path, code, format string, args ...any) {
+	if c.quiet {
+		c.found = true
+		return
+	}
 	c.errs = append(c.errs, models.Problem{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
 }
 
 func (c *checker) warnf(path, code, format string, args ...any) {
+	if c.quiet {
+		c.found = true
+		return
+	}
 	c.warns = append(c.warns, models.Problem{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+// ptr, pkey and pidx build JSON Pointers, except in a quiet check.
+func (c *checker) ptr(base string, tokens ...any) string {
+	if c.quiet {
+		return ""
+	}
+	return ptr(base, tokens...)
+}
+
+func (c *checker) pkey(base, k string) string {
+	if c.quiet {
+		return ""
+	}
+	return pkey(base, k)
+}
+
+func (c *checker) pidx(base string, i int) string {
+	if c.quiet {
+		return ""
+	}
+	return pidx(base, i)
 }
 
 // finish returns the report of a checked document. The document's positions
@@ -135,6 +171,14 @@ func position(p string, order map[string]int) int {
 
 // ptr appends reference tokens to a JSON Pointer, escaping ~ and /.
 func ptr(base string, tokens ...any) string {
+	if len(tokens) == 1 {
+		switch v := tokens[0].(type) {
+		case string:
+			return pkey(base, v)
+		case int:
+			return pidx(base, v)
+		}
+	}
 	var b strings.Builder
 	b.WriteString(base)
 	for _, t := range tokens {
@@ -150,3 +194,14 @@ func ptr(base string, tokens ...any) string {
 	}
 	return b.String()
 }
+
+// key appends one member name to a JSON Pointer.
+func pkey(base, k string) string {
+	if strings.ContainsAny(k, "~/") {
+		k = strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+	}
+	return base + "/" + k
+}
+
+// index appends one array index to a JSON Pointer.
+func pidx(base string, i int) string { return base + "/" + strconv.Itoa(i) }

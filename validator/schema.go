@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Problem codes of capability schemas (the safe JSON Schema subset).
@@ -172,7 +173,7 @@ func (c *checker) checkSchema(path string, v any, root string) *Schema {
 	sc := &schemaChecker{c: c}
 	s := sc.schema(path, v, 1, true)
 	if root == "object" && s != nil && s.Types != tObject {
-		c.errorf(ptr(path, "type"), CodeSchemaRoot, "the root of this schema must be {\"type\": \"object\", ...}: capability arguments and result data are objects; it has type %s", s.Types)
+		c.errorf(c.ptr(path, "type"), CodeSchemaRoot, "the root of this schema must be {\"type\": \"object\", ...}: capability arguments and result data are objects; it has type %s", s.Types)
 	}
 	return s
 }
@@ -199,7 +200,7 @@ func (sc *schemaChecker) schema(path string, v any, depth int, atRoot bool) *Sch
 	s := &Schema{}
 	for _, k := range sortedKeys(m) {
 		kv := m[k]
-		kp := ptr(path, k)
+		kp := sc.c.ptr(path, k)
 		if code, refused := schemaRefused[k]; refused {
 			if code == CodeSchemaRef {
 				msg := "references are refused: write the schema inline"
@@ -223,7 +224,7 @@ func (sc *schemaChecker) schema(path string, v any, depth int, atRoot bool) *Sch
 			}
 			s.Props = make(map[string]*Schema, len(pm))
 			for _, name := range sortedKeys(pm) {
-				if sub := sc.schema(ptr(kp, name), pm[name], depth+1, false); sub != nil {
+				if sub := sc.schema(sc.c.ptr(kp, name), pm[name], depth+1, false); sub != nil {
 					s.Props[name] = sub
 				} else {
 					s.Props[name] = &Schema{}
@@ -340,11 +341,11 @@ func (sc *schemaChecker) consistent(path string, s *Schema) {
 	c := sc.c
 	lower := func(a, b *float64) bool { return a != nil && b != nil && *a > *b }
 	if lower(s.Minimum, s.Maximum) {
-		c.errorf(ptr(path, "minimum"), CodeSchemaInvalid, "minimum %s is above maximum %s", fmtNum(*s.Minimum), fmtNum(*s.Maximum))
+		c.errorf(sc.c.ptr(path, "minimum"), CodeSchemaInvalid, "minimum %s is above maximum %s", fmtNum(*s.Minimum), fmtNum(*s.Maximum))
 	}
 	ilower := func(a, b *int64, an, bn string) {
 		if a != nil && b != nil && *a > *b {
-			c.errorf(ptr(path, an), CodeSchemaInvalid, "%s %d is above %s %d", an, *a, bn, *b)
+			c.errorf(sc.c.ptr(path, an), CodeSchemaInvalid, "%s %d is above %s %d", an, *a, bn, *b)
 		}
 	}
 	ilower(s.MinLength, s.MaxLength, "minLength", "maxLength")
@@ -353,7 +354,7 @@ func (sc *schemaChecker) consistent(path string, s *Schema) {
 	if s.Additional != nil && !*s.Additional {
 		for i, r := range s.Required {
 			if _, ok := s.Props[r]; !ok {
-				c.errorf(ptr(path, "required", i), CodeSchemaInvalid, "required member %q is not in properties and additionalProperties is false, so no value can satisfy the schema", r)
+				c.errorf(sc.c.ptr(path, "required", i), CodeSchemaInvalid, "required member %q is not in properties and additionalProperties is false, so no value can satisfy the schema", r)
 			}
 		}
 	}
@@ -379,11 +380,11 @@ func (sc *schemaChecker) types(path string, v any) typeMask {
 		seen := map[string]bool{}
 		for i, e := range a {
 			if s, ok := e.(string); ok && seen[s] {
-				sc.c.errorf(ptr(path, i), CodeSchemaInvalid, "type %q is listed twice", s)
+				sc.c.errorf(sc.c.ptr(path, i), CodeSchemaInvalid, "type %q is listed twice", s)
 			} else if ok {
 				seen[s] = true
 			}
-			t := one(ptr(path, i), e)
+			t := one(sc.c.ptr(path, i), e)
 			if t == tAny {
 				return tAny
 			}
@@ -405,11 +406,11 @@ func (sc *schemaChecker) stringList(path string, v any, what string) []string {
 	for i, e := range a {
 		s, ok := e.(string)
 		if !ok {
-			sc.c.errorf(ptr(path, i), CodeSchemaInvalid, "%s lists member names (strings), not %s", what, typeName(e))
+			sc.c.errorf(sc.c.ptr(path, i), CodeSchemaInvalid, "%s lists member names (strings), not %s", what, typeName(e))
 			continue
 		}
 		if seen[s] {
-			sc.c.errorf(ptr(path, i), CodeSchemaInvalid, "%q is listed twice in %s", s, what)
+			sc.c.errorf(sc.c.ptr(path, i), CodeSchemaInvalid, "%q is listed twice in %s", s, what)
 			continue
 		}
 		seen[s] = true
@@ -425,6 +426,37 @@ func parseSchema(raw json.RawMessage, root string) *Schema {
 	if len(raw) == 0 {
 		return nil
 	}
+	k := schemaKey{string(raw), root}
+	schemaCache.Lock()
+	s, ok := schemaCache.m[k]
+	schemaCache.Unlock()
+	if ok {
+		return s
+	}
+	s = parseSchemaText(raw, root)
+	schemaCache.Lock()
+	if len(schemaCache.m) >= maxCachedSchemas {
+		clear(schemaCache.m)
+	}
+	schemaCache.m[k] = s
+	schemaCache.Unlock()
+	return s
+}
+
+// maxCachedSchemas bounds the cache of parsed capability schemas.
+const maxCachedSchemas = 512
+
+type schemaKey struct{ raw, root string }
+
+// schemaCache keeps parsed schemas: a manifest's schemas are read again for
+// every config of the plugin and every check. Parsed schemas are never
+// modified.
+var schemaCache = struct {
+	sync.Mutex
+	m map[schemaKey]*Schema
+}{m: map[schemaKey]*Schema{}}
+
+func parseSchemaText(raw json.RawMessage, root string) *Schema {
 	c := &checker{}
 	doc, ok := decode(raw, c)
 	if doc == nil || !ok || doc.root == nil {

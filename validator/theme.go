@@ -30,11 +30,11 @@ func (u *ui) theme(path string, v any) {
 			continue
 		}
 		p, _ := uicatalog.Lookup(props, mode)
-		mm := u.objectOf(ptr(path, mode), mv, append(append([]uicatalog.Prop(nil), p.Members...), variantProps(u.cat)...))
+		mm := u.objectOf(u.pkey(path, mode), mv, append(append([]uicatalog.Prop(nil), p.Members...), variantProps(u.cat)...))
 		if mm == nil {
 			continue
 		}
-		modes[mode] = u.themeLevel(ptr(path, mode), mm, p.Members, true)
+		modes[mode] = u.themeLevel(u.pkey(path, mode), mm, p.Members, true)
 	}
 	// Each mode sees the base overrides with its own on top; the host fills
 	// the rest, which cannot be judged here.
@@ -86,14 +86,14 @@ func (u *ui) themeLevel(path string, m map[string]any, props []uicatalog.Prop, i
 		if !ok {
 			continue
 		}
-		at := ptr(path, p.Name)
+		at := u.pkey(path, p.Name)
 		switch {
 		case contains(u.cat.Config.ThemeVariants, p.Name):
 			// checked by theme
 		case p.Type == uicatalog.ColorScheme:
 			cs := u.object(at, v)
 			for role, cv := range cs {
-				rp := ptr(at, role)
+				rp := u.pkey(at, role)
 				if !uicatalog.IsColorRole(role) {
 					u.errorf(rp, CodeUnknownField, "%q is not a colour role; roles: %s", role, joinComma(u.cat.ColorRoles))
 					continue
@@ -112,7 +112,7 @@ func (u *ui) themeLevel(path string, m map[string]any, props []uicatalog.Prop, i
 	if inVariant {
 		for _, mode := range u.cat.Config.ThemeVariants {
 			if _, ok := m[mode]; ok {
-				u.errorf(ptr(path, mode), CodeThemeNesting, "%s cannot be nested inside a theme variant; light and dark sit at the top of theme", mode)
+				u.errorf(u.pkey(path, mode), CodeThemeNesting, "%s cannot be nested inside a theme variant; light and dark sit at the top of theme", mode)
 			}
 		}
 	}

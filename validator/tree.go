@@ -37,18 +37,18 @@ func (u *ui) node(path string, v any, depth int, parent string, sc scope) {
 	typ := ""
 	var nt *uicatalog.NodeType
 	if tv, ok := m["type"]; !ok {
-		u.errorf(ptr(path, "type"), CodeRequired, "a node needs a type: one of %s", u.nodeTypes())
-	} else if s, ok := u.str(ptr(path, "type"), tv); ok {
+		u.errorf(u.pkey(path, "type"), CodeRequired, "a node needs a type: one of %s", u.nodeTypes())
+	} else if s, ok := u.str(u.pkey(path, "type"), tv); ok {
 		typ = s
 		if contains(appBarTypes, s) {
-			u.errorf(ptr(path, "type"), CodeAppBarInTree, "the app bar is declared once, in the top-level app_bar, and is not recreated inside the tree")
+			u.errorf(u.pkey(path, "type"), CodeAppBarInTree, "the app bar is declared once, in the top-level app_bar, and is not recreated inside the tree")
 		} else if nt, ok = u.cat.Node(s); !ok {
-			u.errorf(ptr(path, "type"), CodeUnknownNodeType, "%q is not a node type; node types: %s", s, u.nodeTypes())
+			u.errorf(u.pkey(path, "type"), CodeUnknownNodeType, "%q is not a node type; node types: %s", s, u.nodeTypes())
 		}
 	}
 	var pm map[string]any
 	if pv, ok := m["props"]; ok {
-		pm = u.object(ptr(path, "props"), pv)
+		pm = u.object(u.pkey(path, "props"), pv)
 	}
 	childScope := sc
 	repeat := false
@@ -63,7 +63,7 @@ func (u *ui) node(path string, v any, depth int, parent string, sc scope) {
 		repeat, childScope = u.props(path, nt, pm, sc)
 	}
 	var kids []any
-	cp := ptr(path, "children")
+	cp := u.pkey(path, "children")
 	if cv, ok := m["children"]; ok {
 		kids, _ = u.array(cp, cv)
 	}
@@ -86,7 +86,7 @@ func (u *ui) node(path string, v any, depth int, parent string, sc scope) {
 		}
 	}
 	for i, k := range kids {
-		u.node(ptr(cp, i), k, depth+1, typ, childScope)
+		u.node(u.pidx(cp, i), k, depth+1, typ, childScope)
 	}
 }
 
@@ -98,21 +98,77 @@ func (u *ui) nodeTypes() string {
 	return strings.Join(names, ", ")
 }
 
+// nodeInfo indexes a node type's props, the common ones first, and the props
+// of its constraints.
+type nodeInfo struct {
+	props       []*uicatalog.Prop
+	index       map[string]int
+	constraints [][]int
+}
+
+// maxNodeProps bounds the props of one node type (common ones included).
+const maxNodeProps = 64
+
+var nodeInfos = sync.OnceValue(func() map[string]*nodeInfo {
+	c := uicatalog.Catalog()
+	out := map[string]*nodeInfo{}
+	for i := range c.Nodes {
+		nt := &c.Nodes[i]
+		info := &nodeInfo{index: map[string]int{}}
+		add := func(p *uicatalog.Prop) {
+			info.index[p.Name] = len(info.props)
+			info.props = append(info.props, p)
+		}
+		for j := range c.CommonProps {
+			add(&c.CommonProps[j])
+		}
+		for j := range nt.Props {
+			add(&nt.Props[j])
+		}
+		if len(info.props) > maxNodeProps {
+			panic("validator: node type " + nt.Type + " has too many props")
+		}
+		for _, k := range nt.Constraints {
+			idx := make([]int, len(k.Props))
+			for j, name := range k.Props {
+				idx[j] = info.index[name]
+			}
+			info.constraints = append(info.constraints, idx)
+		}
+		out[nt.Type] = info
+	}
+	return out
+})
+
 // props checks a node's props. It reports whether the node repeats a template
 // and returns the scope of its children.
 func (u *ui) props(path string, nt *uicatalog.NodeType, pm map[string]any, sc scope) (bool, scope) {
-	pp := ptr(path, "props")
+	pp := u.pkey(path, "props")
+	info := nodeInfos()[nt.Type]
+	var presentBuf [maxNodeProps]bool
+	var valueBuf [maxNodeProps]any
+	present, values := presentBuf[:len(info.props)], valueBuf[:len(info.props)]
+	for k, v := range pm {
+		if i, ok := info.index[k]; ok {
+			present[i], values[i] = true, v
+			continue
+		}
+		u.warnf(u.pkey(pp, k), CodeUnknownProp, "a %s has no prop %q; the host ignores it (props of %s: %s)", nt.Type, k, nt.Type, nodePropNames(nt))
+		if def := rangedProps()[k]; def != nil {
+			u.value(u.pkey(pp, k), def, v, sc)
+		}
+	}
 	child := sc
 	repeat := false
-	check := func(p *uicatalog.Prop) {
-		v, ok := pm[p.Name]
-		if !ok {
+	for i, p := range info.props {
+		if !present[i] {
 			if p.Required {
-				u.errorf(ptr(pp, p.Name), CodeRequired, "a %s needs %s: %s", nt.Type, p.Name, p.Doc)
+				u.errorf(u.pkey(pp, p.Name), CodeRequired, "a %s needs %s: %s", nt.Type, p.Name, p.Doc)
 			}
-			return
+			continue
 		}
-		at := ptr(pp, p.Name)
+		v := values[i]
+		at := u.pkey(pp, p.Name)
 		switch {
 		case p.Name == "items_source" && nt.Repeats:
 			if vt, ok := u.bindingProp(at, p, v, sc); ok {
@@ -125,7 +181,7 @@ func (u *ui) props(path string, nt *uicatalog.NodeType, pm map[string]any, sc sc
 		case p.Type == uicatalog.Color:
 			lit := u.color(at, v)
 			if lit == "" {
-				return
+				continue
 			}
 			switch p.Name {
 			case "color":
@@ -137,7 +193,7 @@ func (u *ui) props(path string, nt *uicatalog.NodeType, pm map[string]any, sc sc
 			case "text_color":
 				if bg, ok := pm["color"].(string); ok {
 					if c, ok := uicatalog.ParseColor(bg); ok {
-						u.contrast(at, lit, ptr(pp, "color"), normalColor(c), "badge text")
+						u.contrast(at, lit, u.pkey(pp, "color"), normalColor(c), "badge text")
 					}
 				}
 			}
@@ -145,23 +201,11 @@ func (u *ui) props(path string, nt *uicatalog.NodeType, pm map[string]any, sc sc
 			u.value(at, p, v, sc)
 		}
 	}
-	for i := range u.cat.CommonProps {
-		check(&u.cat.CommonProps[i])
+	u.constraints(pp, nt, info, present, pm)
+	switch nt.Type {
+	case "field", "select", "switch":
+		u.writes(pp, nt, pm)
 	}
-	for i := range nt.Props {
-		check(&nt.Props[i])
-	}
-	for k, v := range pm {
-		if _, ok := nt.Prop(k); ok {
-			continue
-		}
-		u.warnf(ptr(pp, k), CodeUnknownProp, "a %s has no prop %q; the host ignores it (props of %s: %s)", nt.Type, k, nt.Type, nodePropNames(nt))
-		if def := rangedProps()[k]; def != nil {
-			u.value(ptr(pp, k), def, v, sc)
-		}
-	}
-	u.constraints(pp, nt, pm)
-	u.writes(pp, nt, pm)
 	return repeat, child
 }
 
@@ -216,39 +260,49 @@ func rangedProps() map[string]*uicatalog.Prop {
 }
 
 // constraints checks the rules that relate props of one node.
-func (u *ui) constraints(pp string, nt *uicatalog.NodeType, pm map[string]any) {
-	for _, k := range nt.Constraints {
-		var present []string
-		for _, name := range k.Props {
-			if _, ok := pm[name]; ok {
-				present = append(present, name)
+func (u *ui) constraints(pp string, nt *uicatalog.NodeType, info *nodeInfo, present []bool, pm map[string]any) {
+	for ci, k := range nt.Constraints {
+		idx := info.constraints[ci]
+		n, first, second := 0, -1, -1
+		for _, i := range idx {
+			if present[i] {
+				n++
+				if first < 0 {
+					first = i
+				} else if second < 0 {
+					second = i
+				}
 			}
 		}
-		names := strings.Join(k.Props, ", ")
+		names := func() string { return strings.Join(k.Props, ", ") }
+		both := func() string { return info.props[first].Name + " and " + info.props[second].Name }
 		switch k.Kind {
 		case uicatalog.AtLeastOneOf:
-			if len(present) == 0 {
-				u.errorf(pp, k.Code, "a %s needs at least one of %s", nt.Type, names)
+			if n == 0 {
+				u.errorf(pp, k.Code, "a %s needs at least one of %s", nt.Type, names())
 			}
 		case uicatalog.AtMostOneOf:
-			if len(present) > 1 {
-				u.errorf(ptr(pp, present[1]), k.Code, "a %s takes at most one of %s; it has %s", nt.Type, names, strings.Join(present, " and "))
+			if n > 1 {
+				u.errorf(u.pkey(pp, info.props[second].Name), k.Code, "a %s takes at most one of %s; it has %s", nt.Type, names(), both())
 			}
 		case uicatalog.ExactlyOneOf:
-			if len(present) == 0 {
-				u.errorf(pp, k.Code, "a %s needs exactly one of %s; it has none", nt.Type, names)
-			} else if len(present) > 1 {
-				u.errorf(ptr(pp, present[1]), k.Code, "a %s takes exactly one of %s; it has %s", nt.Type, names, strings.Join(present, " and "))
+			if n == 0 {
+				u.errorf(pp, k.Code, "a %s needs exactly one of %s; it has none", nt.Type, names())
+			} else if n > 1 {
+				u.errorf(u.pkey(pp, info.props[second].Name), k.Code, "a %s takes exactly one of %s; it has %s", nt.Type, names(), both())
 			}
 		case uicatalog.Requires:
-			if len(present) == 1 && present[0] == k.Props[0] {
-				u.errorf(ptr(pp, k.Props[1]), k.Code, "a %s with %s needs %s too", nt.Type, k.Props[0], k.Props[1])
+			if present[idx[0]] && !present[idx[1]] {
+				u.errorf(u.pkey(pp, k.Props[1]), k.Code, "a %s with %s needs %s too", nt.Type, k.Props[0], k.Props[1])
 			}
 		case uicatalog.Ordered:
+			if !present[idx[0]] || !present[idx[1]] {
+				continue
+			}
 			lo, ok1 := numberOf(pm[k.Props[0]])
 			hi, ok2 := numberOf(pm[k.Props[1]])
 			if ok1 && ok2 && lo > hi {
-				u.errorf(ptr(pp, k.Props[0]), k.Code, "%s %s is above %s %s", k.Props[0], fmtNum(lo), k.Props[1], fmtNum(hi))
+				u.errorf(u.pkey(pp, k.Props[0]), k.Code, "%s %s is above %s %s", k.Props[0], fmtNum(lo), k.Props[1], fmtNum(hi))
 			}
 		}
 	}
@@ -261,7 +315,7 @@ func (u *ui) writes(pp string, nt *uicatalog.NodeType, pm map[string]any) {
 	if !ok {
 		return
 	}
-	at := ptr(pp, "state_key")
+	at := u.pkey(pp, "state_key")
 	switch nt.Type {
 	case "switch":
 		u.stateType(at, key, tBoolean, "this switch")

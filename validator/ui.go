@@ -108,7 +108,21 @@ const (
 // actions pass to this extension only by CheckPlugin, which sees every config;
 // here they draw a route_unchecked warning.
 func CheckUIConfig(config []byte, m *models.Manifest, extensionID string) *Report {
+	return checkUIConfig(config, m, extensionID, false, nil)
+}
+
+// checkUIConfig runs a quiet check first and the full one only when the quiet
+// one found a problem. routeKnown and routeParams give the route parameters
+// that navigate actions pass to the extension, when they are known.
+func checkUIConfig(config []byte, m *models.Manifest, extensionID string, routeKnown bool, routeParams map[string]bool) *Report {
 	u := newUI(m, extensionID)
+	u.routeKnown, u.routeParams = routeKnown, routeParams
+	u.quiet = true
+	if r := u.check(config); !u.found {
+		return r
+	}
+	u = newUI(m, extensionID)
+	u.routeKnown, u.routeParams = routeKnown, routeParams
 	return u.check(config)
 }
 
@@ -205,11 +219,11 @@ func (u *ui) config(root any) {
 		v, ok := m[p.Name]
 		if !ok {
 			if p.Required {
-				u.errorf(ptr("", p.Name), CodeRequired, "%s is required: %s", p.Name, p.Doc)
+				u.errorf(u.pkey("", p.Name), CodeRequired, "%s is required: %s", p.Name, p.Doc)
 			}
 			continue
 		}
-		path := ptr("", p.Name)
+		path := u.pkey("", p.Name)
 		switch p.Name {
 		case "ui_schema":
 			if n, ok := v.(json.Number); !ok {
@@ -253,7 +267,7 @@ func (u *ui) objectOf(path string, v any, props []uicatalog.Prop) map[string]any
 	}
 	for k := range m {
 		if _, ok := uicatalog.Lookup(props, k); !ok {
-			u.errorf(ptr(path, k), CodeUnknownField, "unknown field %q; allowed fields: %s", k, propNames(props))
+			u.errorf(u.pkey(path, k), CodeUnknownField, "unknown field %q; allowed fields: %s", k, propNames(props))
 		}
 	}
 	return m
@@ -391,7 +405,7 @@ func (u *ui) initialState(path string, v any) {
 		u.errorf(path, CodeCount, "initial_state has %d keys; at most %d are allowed", len(m), uicatalog.MaxStateKeys)
 	}
 	for k, val := range m {
-		kp := ptr(path, k)
+		kp := u.pkey(path, k)
 		switch {
 		case !isStateKey(k):
 			u.errorf(kp, CodeFormat, "state key %q: a state key starts with a letter, then letters, digits or _", k)
@@ -499,7 +513,7 @@ func (u *ui) appBar(path string, v any) {
 	}
 	u.fields(path, m, props, scope{}, "actions")
 	if av, ok := m["actions"]; ok {
-		u.items(ptr(path, "actions"), av, 0, uicatalog.MaxAppBarActions, "app bar actions", appBarActionProps(u.cat))
+		u.items(u.pkey(path, "actions"), av, 0, uicatalog.MaxAppBarActions, "app bar actions", appBarActionProps(u.cat))
 	}
 }
 
@@ -524,7 +538,7 @@ func (u *ui) items(path string, v any, lo, hi int, what string, props []uicatalo
 	out := make([]map[string]any, len(a))
 	ids := map[string]int{}
 	for i, e := range a {
-		p := ptr(path, i)
+		p := u.pidx(path, i)
 		m := u.objectOf(p, e, props)
 		if m == nil {
 			continue
@@ -533,7 +547,7 @@ func (u *ui) items(path string, v any, lo, hi int, what string, props []uicatalo
 		u.fields(p, m, props, scope{})
 		if id, ok := m["id"].(string); ok {
 			if j, dup := ids[id]; dup {
-				u.errorf(ptr(p, "id"), CodeDuplicate, "id %q is already used at %s; ids are unique", id, ptr(path, j))
+				u.errorf(u.pkey(p, "id"), CodeDuplicate, "id %q is already used at %s; ids are unique", id, u.pidx(path, j))
 			} else {
 				ids[id] = i
 			}
@@ -552,35 +566,35 @@ func (u *ui) navigation(path string, v any) {
 	u.fields(path, m, props, scope{}, "items", "selected_state_key")
 	key, keyOK := "", false
 	if kv, ok := m["selected_state_key"]; ok {
-		key, keyOK = u.stateRef(ptr(path, "selected_state_key"), kv)
+		key, keyOK = u.stateRef(u.pkey(path, "selected_state_key"), kv)
 	}
 	iv, ok := m["items"]
 	if !ok {
-		u.errorf(ptr(path, "items"), CodeRequired, "navigation needs items: %d to %d destinations", uicatalog.MinNavigationItems, uicatalog.MaxNavigationItems)
+		u.errorf(u.pkey(path, "items"), CodeRequired, "navigation needs items: %d to %d destinations", uicatalog.MinNavigationItems, uicatalog.MaxNavigationItems)
 		return
 	}
 	itemProps, _ := uicatalog.Lookup(props, "items")
-	items := u.items(ptr(path, "items"), iv, uicatalog.MinNavigationItems, uicatalog.MaxNavigationItems, "navigation items", itemProps.Members)
+	items := u.items(u.pkey(path, "items"), iv, uicatalog.MinNavigationItems, uicatalog.MaxNavigationItems, "navigation items", itemProps.Members)
 	values := map[string]int{}
 	for i, it := range items {
 		if it == nil {
 			continue
 		}
-		ip := ptr(path, "items", i)
+		ip := u.ptr(path, "items", i)
 		val, has := it["value"]
 		if !has {
 			if keyOK {
-				u.errorf(ptr(ip, "value"), CodeRequired, "value is required on every item because navigation sets selected_state_key %q", key)
+				u.errorf(u.pkey(ip, "value"), CodeRequired, "value is required on every item because navigation sets selected_state_key %q", key)
 			}
 			continue
 		}
 		if !keyOK {
 			continue
 		}
-		u.stateType(ptr(ip, "value"), key, typeOfValue(val), "this navigation item")
+		u.stateType(u.pkey(ip, "value"), key, typeOfValue(val), "this navigation item")
 		vt := scalarKey(val)
 		if j, dup := values[vt]; dup {
-			u.errorf(ptr(ip, "value"), CodeDuplicate, "value %s is already the value of item %d; each item selects a different value", jsonText(val), j)
+			u.errorf(u.pkey(ip, "value"), CodeDuplicate, "value %s is already the value of item %d; each item selects a different value", jsonText(val), j)
 		} else {
 			values[vt] = i
 		}
@@ -602,7 +616,7 @@ func (u *ui) dataSources(path string, v any) {
 	}
 	ids := map[string]int{}
 	for i, e := range a {
-		p := ptr(path, i)
+		p := u.pidx(path, i)
 		m := u.objectOf(p, e, props)
 		if m == nil {
 			continue
@@ -610,7 +624,7 @@ func (u *ui) dataSources(path string, v any) {
 		id, _ := m["id"].(string)
 		if id != "" {
 			if j, dup := ids[id]; dup {
-				u.errorf(ptr(p, "id"), CodeDuplicate, "data source id %q is already used at %s; ids are unique", id, ptr(path, j))
+				u.errorf(u.pkey(p, "id"), CodeDuplicate, "data source id %q is already used at %s; ids are unique", id, u.pidx(path, j))
 				id = ""
 			} else {
 				ids[id] = i
@@ -620,14 +634,14 @@ func (u *ui) dataSources(path string, v any) {
 		u.fields(p, m, props, scope{}, "capability", "arguments")
 		capID := ""
 		if cv, ok := m["capability"]; ok {
-			capID, _ = u.capability(ptr(p, "capability"), cv)
+			capID, _ = u.capability(u.pkey(p, "capability"), cv)
 		} else {
-			u.errorf(ptr(p, "capability"), CodeRequired, "capability is required: a capability of the manifest or host.storage.list|get|create|update|delete")
+			u.errorf(u.pkey(p, "capability"), CodeRequired, "capability is required: a capability of the manifest or host.storage.list|get|create|update|delete")
 		}
 		u.arguments(p, m, capID, scope{})
 		if models.IsMutatingTool(capID) {
 			if t, _ := m["trigger"].(string); t != "manual" {
-				u.warnf(ptr(p, "capability"), CodeMutatingSource, "%s changes storage; as a data source with trigger load it runs every time the screen opens (use an invoke action, or trigger manual)", capID)
+				u.warnf(u.pkey(p, "capability"), CodeMutatingSource, "%s changes storage; as a data source with trigger load it runs every time the screen opens (use an invoke action, or trigger manual)", capID)
 			}
 		}
 		u.curSource = ""
@@ -679,11 +693,11 @@ func (u *ui) arguments(p string, m map[string]any, capID string, sc scope) {
 		in = ci.input
 	}
 	av, has := m["arguments"]
-	ap := ptr(p, "arguments")
+	ap := u.pkey(p, "arguments")
 	if !has {
 		if in != nil {
 			for _, r := range in.Required {
-				u.errorf(ptr(ap, r), CodeSchemaRequired, "argument %q is required by the input_schema of %s", r, capID)
+				u.errorf(u.pkey(ap, r), CodeSchemaRequired, "argument %q is required by the input_schema of %s", r, capID)
 			}
 		}
 		return
@@ -709,13 +723,13 @@ func (u *ui) storageArguments(ap string, args map[string]any) {
 				for _, n := range st.Namespaces {
 					ids = append(ids, n.ID)
 				}
-				u.errorf(ptr(ap, "namespace"), CodeUnknownNamespace, "namespace %q is not declared in the manifest's storage (declared: %s)", ns, strings.Join(ids, ", "))
+				u.errorf(u.pkey(ap, "namespace"), CodeUnknownNamespace, "namespace %q is not declared in the manifest's storage (declared: %s)", ns, strings.Join(ids, ", "))
 			}
 		}
 	}
 	if k, ok := args["key"].(string); ok && !binding.MayBind(k) {
 		if err := models.ValidateKey(k); err != nil {
-			u.errorf(ptr(ap, "key"), CodeInvalidKey, "%s", models.ErrorMessage(err))
+			u.errorf(u.pkey(ap, "key"), CodeInvalidKey, "%s", models.ErrorMessage(err))
 		}
 	}
 }
@@ -751,7 +765,7 @@ func (u *ui) sourceCycles() {
 				if !reported[d] {
 					reported[d] = true
 					src := u.sources[d]
-					u.errorf(ptr("/data_sources", src.index), CodeSourceCycle, "data sources read each other in a cycle: %s; a source may read only sources that do not read it back", strings.Join(cycle, " → "))
+					u.errorf(u.ptr("/data_sources", src.index), CodeSourceCycle, "data sources read each other in a cycle: %s; a source may read only sources that do not read it back", strings.Join(cycle, " → "))
 				}
 			case unvisited:
 				visit(d, trail)
@@ -779,7 +793,7 @@ func (u *ui) a2ui(path string, v any) {
 	}
 	u.fields(path, m, props, scope{})
 	if d, ok := m["description"].(string); ok && strings.TrimSpace(d) == "" {
-		u.errorf(ptr(path, "description"), CodeRequired, "a2ui.description states when this response UI applies; it is empty")
+		u.errorf(u.pkey(path, "description"), CodeRequired, "a2ui.description states when this response UI applies; it is empty")
 	}
 }
 

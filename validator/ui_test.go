@@ -133,7 +133,7 @@ func orEmpty(p [][2]string) [][2]string {
 
 func TestDecoding(t *testing.T) {
 	tests := []struct {
-		name, doc string
+		name, doc  string
 		path, code string
 	}{
 		{"invalid UTF-8", "{\"ui_schema\": 2, \"view\": {\"type\": \"text\", \"props\": {\"text\": \"a\xffb\"}}}", "", CodeSyntax},

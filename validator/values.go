@@ -48,9 +48,11 @@ func (c *checker) object(path string, v any, allowed ...string) map[string]any {
 		return nil
 	}
 	if len(allowed) > 0 {
-		for _, k := range sortedKeys(m) {
+		// Problems are put in document order later; the map's order does not
+		// matter.
+		for k := range m {
 			if !contains(allowed, k) {
-				c.errorf(ptr(path, k), CodeUnknownField, "unknown field %q; allowed fields: %s", k, strings.Join(allowed, ", "))
+				c.errorf(c.ptr(path, k), CodeUnknownField, "unknown field %q; allowed fields: %s", k, strings.Join(allowed, ", "))
 			}
 		}
 	}
