@@ -1,6 +1,7 @@
 package validator
 
 import (
+	"strconv"
 	"strings"
 
 	"pluginhost/binding"
@@ -9,12 +10,12 @@ import (
 
 // action checks one action. flows is the number of flows it is inside of.
 func (u *ui) action(path string, v any, sc scope, flows int) {
-	m, ok := v.(map[string]any)
+	m, ok := v.(*object)
 	if !ok {
 		u.errorf(path, CodeType, "an action is an object {type, ...}, not %s", typeName(v))
 		return
 	}
-	tv, ok := m["type"]
+	tv, ok := m.get("type")
 	if !ok {
 		u.errorf(u.pkey(path, "type"), CodeRequired, "an action needs a type: %s", u.actionTypes())
 		return
@@ -28,7 +29,8 @@ func (u *ui) action(path string, v any, sc scope, flows int) {
 		u.errorf(u.pkey(path, "type"), CodeEnum, "action type %q is unknown; action types: %s", typ, u.actionTypes())
 		return
 	}
-	for k := range m {
+	for _, mb := range m.list() {
+		k := mb.key
 		if k == "type" {
 			continue
 		}
@@ -47,13 +49,13 @@ func (u *ui) action(path string, v any, sc scope, flows int) {
 	case "invoke":
 		u.fields(path, m, at.Fields, sc, "capability", "arguments", "store")
 		capID := ""
-		if cv, ok := m["capability"]; ok {
+		if cv, ok := m.get("capability"); ok {
 			capID, _ = u.capability(u.pkey(path, "capability"), cv)
 		} else {
 			u.errorf(u.pkey(path, "capability"), CodeRequired, "invoke needs a capability: a capability of the manifest or host.storage.list|get|create|update|delete")
 		}
 		u.arguments(path, m, capID, sc)
-		if sv, ok := m["store"]; ok {
+		if sv, ok := m.get("store"); ok {
 			if id, ok := u.sourceRef(u.pkey(path, "store"), sv); ok && capID != "" {
 				if src := u.sources[id]; src.cap != "" && src.cap != capID {
 					u.warnf(u.pkey(path, "store"), CodeStoreCapability, "the result of %s replaces data source %q, which holds results of %s; bindings to it may no longer match", capID, id, src.cap)
@@ -64,7 +66,7 @@ func (u *ui) action(path string, v any, sc scope, flows int) {
 		u.flow(path, m, at, sc, flows)
 	case "set_state":
 		u.fields(path, m, at.Fields, sc, "values")
-		vv, ok := m["values"]
+		vv, ok := m.get("values")
 		if !ok {
 			u.errorf(u.pkey(path, "values"), CodeRequired, "set_state needs values: an object of declared state keys to their new values")
 			break
@@ -74,7 +76,8 @@ func (u *ui) action(path string, v any, sc scope, flows int) {
 			break
 		}
 		u.jsonLimits(u.pkey(path, "values"), vv, 0)
-		for k, val := range vals {
+		for _, mb := range vals.list() {
+			k, val := mb.key, mb.val
 			kp := u.ptr(path, "values", k)
 			if _, ok := u.state[k]; !ok {
 				u.errorf(kp, CodeUndeclaredStateKey, "state key %q is not declared in initial_state; only declared keys may be written (%s)", k, u.declaredKeys())
@@ -83,24 +86,25 @@ func (u *ui) action(path string, v any, sc scope, flows int) {
 		}
 	case "refresh":
 		u.fields(path, m, at.Fields, sc, "source")
-		if sv, ok := m["source"]; ok {
+		if sv, ok := m.get("source"); ok {
 			u.sourceRef(u.pkey(path, "source"), sv)
 		} else {
 			u.errorf(u.pkey(path, "source"), CodeRequired, "refresh needs a source: the id of a declared data source")
 		}
 	case "navigate":
 		u.fields(path, m, at.Fields, sc, "target", "parameters")
-		if tv, ok := m["target"]; ok {
+		if tv, ok := m.get("target"); ok {
 			u.target(u.pkey(path, "target"), tv)
 		} else {
 			u.errorf(u.pkey(path, "target"), CodeRequired, "navigate needs a target: the id of a UI extension of the same manifest")
 		}
-		if pv, ok := m["parameters"]; ok {
+		if pv, ok := m.get("parameters"); ok {
 			pp := u.pkey(path, "parameters")
 			u.use(uicatalog.FeatureRouteData, pp)
 			if params := u.object(pp, pv); params != nil {
 				u.jsonLimits(pp, pv, 0)
-				for k, val := range params {
+				for _, mb := range params.list() {
+					k, val := mb.key, mb.val
 					if !isFieldName(k) {
 						u.errorf(u.pkey(pp, k), CodeFormat, "route parameter %q is read as context.route.%s: a letter or _, then letters, digits, _ or -", k, k)
 					}
@@ -122,14 +126,14 @@ func (u *ui) actionTypes() string {
 }
 
 // flow checks a flow and its actions.
-func (u *ui) flow(path string, m map[string]any, at *uicatalog.ActionType, sc scope, flows int) {
+func (u *ui) flow(path string, m *object, at *uicatalog.ActionType, sc scope, flows int) {
 	depth := flows + 1
 	if depth > uicatalog.MaxFlowDepth {
 		u.errorf(path, CodeFlowDepth, "this flow is nested %d deep; flows nest at most %d deep (a flow that is no flow's action is depth 1)", depth, uicatalog.MaxFlowDepth)
 		return
 	}
 	u.fields(path, m, at.Fields, sc, "actions")
-	av, ok := m["actions"]
+	av, ok := m.get("actions")
 	ap := u.pkey(path, "actions")
 	if !ok {
 		u.errorf(ap, CodeRequired, "a flow needs actions: 1 to %d actions", uicatalog.MaxActionsPerFlow)
@@ -199,7 +203,7 @@ func (u *ui) target(path string, v any) {
 
 // condition checks a condition in a condition place.
 func (u *ui) condition(path string, v any, sc scope) {
-	c, problems := binding.ParseCondition(v)
+	c, problems := binding.ParseCondition(plain(v))
 	for _, p := range problems {
 		u.errorf(path+p.Pointer, p.Code, "%s", p.Message)
 	}
@@ -218,7 +222,32 @@ func (u *ui) condition(path string, v any, sc scope) {
 			u.path(at+"/path", x.Path, sc)
 		}
 		if x.Op == binding.OpEquals || x.Op == binding.OpNotEquals {
-			u.jsonLimits(at+"/"+x.Op, x.Value, 0)
+			if cond, ok := valueAt(v, x.Pointer).(*object); ok {
+				u.jsonLimits(at+"/"+x.Op, cond.val(x.Op), 0)
+			}
 		}
 	})
+}
+
+// valueAt follows a relative JSON Pointer made of member names and indexes
+// without escapes (those of conditions) through a decoded value.
+func valueAt(v any, pointer string) any {
+	if pointer == "" {
+		return v
+	}
+	for _, tok := range strings.Split(pointer[1:], "/") {
+		switch x := v.(type) {
+		case *object:
+			v = x.val(tok)
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
 }

@@ -197,9 +197,9 @@ func (u *ui) against(at string, v any, s *Schema, sc scope, what string) {
 	}
 	if s == nil {
 		switch x := v.(type) {
-		case map[string]any:
-			for k, e := range x {
-				u.against(u.pkey(at, k), e, nil, sc, what)
+		case *object:
+			for _, mb := range x.list() {
+				u.against(u.pkey(at, mb.key), mb.val, nil, sc, what)
 			}
 		case []any:
 			for i, e := range x {
@@ -216,7 +216,7 @@ func (u *ui) against(at string, v any, s *Schema, sc scope, what string) {
 	if s.Enum != nil && !anyEqual(s.Enum, v) {
 		u.errorf(at, CodeSchemaEnum, "%s is %s; %s allows only %s", subject(at), jsonText(v), what, enumText(s.Enum))
 	}
-	if s.HasConst && !binding.Equal(s.Const, v) {
+	if s.HasConst && !equalJSON(s.Const, v) {
 		u.errorf(at, CodeSchemaEnum, "%s is %s; %s allows only %s", subject(at), jsonText(v), what, jsonText(s.Const))
 	}
 	switch x := v.(type) {
@@ -239,7 +239,7 @@ func (u *ui) against(at string, v any, s *Schema, sc scope, what string) {
 		if s.Unique {
 			for i := range x {
 				for j := 0; j < i; j++ {
-					if binding.Equal(x[i], x[j]) {
+					if equalJSON(x[i], x[j]) {
 						u.errorf(u.pidx(at, i), CodeSchemaEnum, "repeats entry %d; %s requires unique entries", j, what)
 					}
 				}
@@ -248,17 +248,18 @@ func (u *ui) against(at string, v any, s *Schema, sc scope, what string) {
 		for i, e := range x {
 			u.against(u.pidx(at, i), e, s.Items, sc, what)
 		}
-	case map[string]any:
+	case *object:
 		for _, r := range s.Required {
-			if _, ok := x[r]; !ok {
+			if !x.has(r) {
 				u.errorf(u.pkey(at, r), CodeSchemaRequired, "%q is required by %s", r, what)
 			}
 		}
-		n := int64(len(x))
+		n := int64(x.len())
 		if s.MinProps != nil && n < *s.MinProps || s.MaxProps != nil && n > *s.MaxProps {
 			u.errorf(at, CodeSchemaRange, "%s has %d members; %s allows %s", subject(at), n, what, boundsText(s.MinProps, s.MaxProps, "members"))
 		}
-		for k, e := range x {
+		for _, mb := range x.list() {
+			k, e := mb.key, mb.val
 			sub, ok := s.Props[k]
 			if !ok && s.Additional != nil && !*s.Additional {
 				members := "none"
@@ -301,7 +302,7 @@ func boundsText(lo, hi *int64, unit string) string {
 
 func anyEqual(list []any, v any) bool {
 	for _, e := range list {
-		if binding.Equal(e, v) {
+		if equalJSON(e, v) {
 			return true
 		}
 	}
@@ -361,4 +362,16 @@ func numberOf(v any) (float64, bool) {
 	}
 	f, err := n.Float64()
 	return f, err == nil && !math.IsInf(f, 0)
+}
+
+// equalJSON compares decoded values as binding.Equal does.
+func equalJSON(a, b any) bool {
+	_, ao := a.(*object)
+	_, bo := b.(*object)
+	_, aa := a.([]any)
+	_, ba := b.([]any)
+	if ao || bo || aa || ba {
+		return binding.Equal(plain(a), plain(b))
+	}
+	return binding.Equal(a, b)
 }

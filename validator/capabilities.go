@@ -35,7 +35,7 @@ func (c *checker) capabilities(v any, minHost string) {
 		if m == nil {
 			continue
 		}
-		if iv, ok := m["id"]; !ok {
+		if iv, ok := m.get("id"); !ok {
 			c.errorf(c.ptr(p, "id"), CodeRequired, "capability id is required")
 		} else if id, ok := c.str(c.ptr(p, "id"), iv); ok {
 			switch {
@@ -48,16 +48,16 @@ func (c *checker) capabilities(v any, minHost string) {
 			}
 			ids[id] = true
 		}
-		if kv, ok := m["kind"]; !ok {
+		if kv, ok := m.get("kind"); !ok {
 			c.errorf(c.ptr(p, "kind"), CodeRequired, "kind is required: %s", strings.Join(capabilityKinds, ", "))
 		} else {
 			c.enum(c.ptr(p, "kind"), kv, capabilityKinds...)
 		}
-		if dv, ok := m["description"]; ok {
+		if dv, ok := m.get("description"); ok {
 			c.str(c.ptr(p, "description"), dv)
 		}
 		for _, k := range []string{"input_schema", "output_schema"} {
-			sv, ok := m[k]
+			sv, ok := m.get(k)
 			if !ok {
 				continue
 			}
@@ -87,7 +87,7 @@ func (c *checker) extensions(v any) {
 		if m == nil {
 			continue
 		}
-		if iv, ok := m["id"]; !ok {
+		if iv, ok := m.get("id"); !ok {
 			c.errorf(c.ptr(p, "id"), CodeRequired, "extension id is required")
 		} else if id, ok := c.str(c.ptr(p, "id"), iv); ok {
 			switch {
@@ -98,14 +98,14 @@ func (c *checker) extensions(v any) {
 			}
 			ids[id] = true
 		}
-		if pv, ok := m["point"]; !ok {
+		if pv, ok := m.get("point"); !ok {
 			c.errorf(c.ptr(p, "point"), CodeRequired, "point is required: %s", strings.Join(extensionPoints, ", "))
 		} else {
 			c.enum(c.ptr(p, "point"), pv, extensionPoints...)
 		}
-		if cv, ok := m["config"]; ok {
+		if cv, ok := m.get("config"); ok {
 			if s, ok := c.str(c.ptr(p, "config"), cv); ok {
-				c.configPath(c.ptr(p, "config"), s, m["id"])
+				c.configPath(c.ptr(p, "config"), s, m.val("id"))
 			}
 		}
 	}

@@ -96,6 +96,7 @@ func TestInvalidCorpus(t *testing.T) {
 				m = loadManifest(t, c.Manifest)
 				manifests[c.Manifest] = m
 			}
+			quietAgrees(t, c.Config, m, c.Extension)
 			r := CheckUIConfig(c.Config, m, c.Extension)
 			if got := problemPairs(r.Errors); !samePairs(got, c.Errors) {
 				t.Errorf("rule: %s\nerrors = %v\nwant     %v\nmessages: %s", c.Rule, got, c.Errors, messages(r.Errors))
@@ -123,4 +124,17 @@ func messages(ps []models.Problem) string {
 		b.WriteString("\n  " + p.Path + " [" + p.Code + "] " + p.Message)
 	}
 	return b.String()
+}
+
+// quietAgrees checks that the quiet check finds a problem exactly when the
+// full check reports one: a valid config is only ever checked quietly.
+func quietAgrees(t testing.TB, config []byte, m *models.Manifest, ext string) {
+	t.Helper()
+	q := newUI(m, ext)
+	q.quiet = true
+	q.check(config)
+	full := newUI(m, ext).check(config)
+	if has := len(full.Errors)+len(full.Warnings) > 0; q.found != has {
+		t.Errorf("the quiet check found a problem: %v; the full check reported: %v%s%s", q.found, has, messages(full.Errors), messages(full.Warnings))
+	}
 }

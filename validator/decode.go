@@ -21,11 +21,83 @@ const (
 // maxDecodeDepth bounds nesting so that no input can exhaust the stack.
 const maxDecodeDepth = 64
 
-// document is a decoded JSON document: values are map[string]any, []any,
-// string, json.Number, bool or nil.
+// document is a decoded JSON document: values are *object, []any, string,
+// json.Number, bool or nil.
 type document struct {
 	root any
 	data []byte
+}
+
+// object is a decoded JSON object: its members in document order. Objects of
+// a config are small, and a slice costs a fraction of a map to build.
+type object struct {
+	members []member
+}
+
+type member struct {
+	key string
+	val any
+}
+
+// get returns the member named k.
+func (o *object) get(k string) (any, bool) {
+	if o == nil {
+		return nil, false
+	}
+	for i := range o.members {
+		if o.members[i].key == k {
+			return o.members[i].val, true
+		}
+	}
+	return nil, false
+}
+
+// val returns the member named k, or nil.
+func (o *object) val(k string) any {
+	v, _ := o.get(k)
+	return v
+}
+
+// has reports whether the object has a member named k.
+func (o *object) has(k string) bool {
+	_, ok := o.get(k)
+	return ok
+}
+
+// list returns the members; nil for a nil object.
+func (o *object) list() []member {
+	if o == nil {
+		return nil
+	}
+	return o.members
+}
+
+// len is the number of members.
+func (o *object) len() int {
+	if o == nil {
+		return 0
+	}
+	return len(o.members)
+}
+
+// plain converts a decoded value to the form encoding/json gives
+// (map[string]any for objects), for packages that take that form.
+func plain(v any) any {
+	switch x := v.(type) {
+	case *object:
+		m := make(map[string]any, len(x.members))
+		for _, mb := range x.members {
+			m[mb.key] = plain(mb.val)
+		}
+		return m
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = plain(e)
+		}
+		return out
+	}
+	return v
 }
 
 // order gives each JSON Pointer of the document its position in the text, so
@@ -76,6 +148,8 @@ type parser struct {
 	// stack holds the reference tokens of the value being parsed, to name
 	// the place of a duplicate member.
 	stack []token
+	// scratch holds the members of the objects being parsed.
+	scratch []member
 }
 
 type token struct {
@@ -181,12 +255,14 @@ func (p *parser) literal(word string) error {
 
 func (p *parser) object(path string, depth int) (any, error) {
 	p.i++ // {
-	m := map[string]any{}
 	p.ws()
 	if p.i < len(p.data) && p.data[p.i] == '}' {
 		p.i++
-		return m, nil
+		return &object{}, nil
 	}
+	// Members collect on p.scratch above base, and are copied out at the end.
+	base := len(p.scratch)
+	var index map[string]bool // for duplicate detection in large objects
 	for {
 		p.ws()
 		if p.i >= len(p.data) {
@@ -217,13 +293,40 @@ func (p *parser) object(path string, depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		n := len(m)
-		m[k] = v
-		if len(m) == n && p.order == nil {
-			// The member was there already: the last one wins, as in
-			// encoding/json, and the document is refused.
-			p.c.errorf(p.pointer(k), CodeDuplicateKey, "member %q appears more than once in this object; each member may appear once", k)
-			p.failed = true
+		members := p.scratch[base:]
+		dup := -1
+		if index == nil && len(members) >= 16 {
+			index = make(map[string]bool, 2*len(members))
+			for _, mb := range members {
+				index[mb.key] = true
+			}
+		}
+		if index != nil {
+			if index[k] {
+				for i := range members {
+					if members[i].key == k {
+						dup = i
+					}
+				}
+			}
+			index[k] = true
+		} else {
+			for i := range members {
+				if members[i].key == k {
+					dup = i
+				}
+			}
+		}
+		if dup >= 0 {
+			// The last one wins, as in encoding/json, and the document is
+			// refused.
+			members[dup].val = v
+			if p.order == nil {
+				p.c.errorf(p.pointer(k), CodeDuplicateKey, "member %q appears more than once in this object; each member may appear once", k)
+				p.failed = true
+			}
+		} else {
+			p.scratch = append(p.scratch, member{k, v})
 		}
 		p.ws()
 		if p.i >= len(p.data) {
@@ -234,7 +337,11 @@ func (p *parser) object(path string, depth int) (any, error) {
 			p.i++
 		case '}':
 			p.i++
-			return m, nil
+			o := &object{members: make([]member, len(p.scratch)-base)}
+			copy(o.members, p.scratch[base:])
+			clear(p.scratch[base:])
+			p.scratch = p.scratch[:base]
+			return o, nil
 		default:
 			return nil, p.fail(fmt.Sprintf("unexpected %s; expected ',' or '}'", quoteByte(p.data[p.i])))
 		}

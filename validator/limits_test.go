@@ -357,6 +357,7 @@ func TestLimits(t *testing.T) {
 			} else {
 				raw, _ = json.Marshal(c.config)
 			}
+			quietAgrees(t, raw, m, "")
 			r := CheckUIConfig(raw, m, "")
 			want := c.errors
 			if want == nil {

@@ -111,23 +111,23 @@ func CheckPlugin(files map[string][]byte) (*models.Manifest, *Report) {
 // passes to its target.
 func navigateParams(v any, into map[string]map[string]bool) {
 	switch x := v.(type) {
-	case map[string]any:
-		if t, _ := x["type"].(string); t == "navigate" {
-			if target, ok := x["target"].(string); ok {
+	case *object:
+		if t, _ := x.val("type").(string); t == "navigate" {
+			if target, ok := x.val("target").(string); ok {
 				set := into[target]
 				if set == nil {
 					set = map[string]bool{}
 					into[target] = set
 				}
-				if ps, ok := x["parameters"].(map[string]any); ok {
-					for k := range ps {
-						set[k] = true
+				if ps, ok := x.val("parameters").(*object); ok {
+					for _, mb := range ps.list() {
+						set[mb.key] = true
 					}
 				}
 			}
 		}
-		for _, e := range x {
-			navigateParams(e, into)
+		for _, mb := range x.list() {
+			navigateParams(mb.val, into)
 		}
 	case []any:
 		for _, e := range x {
@@ -143,7 +143,7 @@ func navigateParams(v any, into map[string]map[string]bool) {
 func ParseManifest(data []byte) *models.Manifest {
 	if doc, _ := decode(data, &checker{}); doc == nil {
 		return nil
-	} else if _, ok := doc.root.(map[string]any); !ok {
+	} else if _, ok := doc.root.(*object); !ok {
 		return nil
 	}
 	var m models.Manifest

@@ -24,13 +24,13 @@ type scope struct {
 // fields checks the members of m that props describe: required members are
 // present and each value has its prop's type. Members named in skip are the
 // caller's to check.
-func (u *ui) fields(path string, m map[string]any, props []uicatalog.Prop, sc scope, skip ...string) {
+func (u *ui) fields(path string, m *object, props []uicatalog.Prop, sc scope, skip ...string) {
 	for i := range props {
 		p := &props[i]
 		if contains(skip, p.Name) {
 			continue
 		}
-		v, ok := m[p.Name]
+		v, ok := m.get(p.Name)
 		if !ok {
 			if p.Required {
 				u.errorf(u.pkey(path, p.Name), CodeRequired, "%s is required: %s", p.Name, p.Doc)
@@ -129,13 +129,13 @@ func (u *ui) value(path string, p *uicatalog.Prop, v any, sc scope) {
 		}
 	case uicatalog.Value:
 		switch x := v.(type) {
-		case map[string]any, []any:
+		case *object, []any:
 			u.errorf(path, CodeType, "%s must be a string, number, boolean or null, not %s", subject(path), typeName(v))
 		case string:
 			u.text(path, x, p.Bindable, sc)
 		}
 	case uicatalog.JSONValue, uicatalog.Object:
-		if _, ok := v.(map[string]any); !ok && p.Type == uicatalog.Object {
+		if _, ok := v.(*object); !ok && p.Type == uicatalog.Object {
 			u.errorf(path, CodeType, "%s must be an object, not %s", subject(path), typeName(v))
 			return
 		}
@@ -303,9 +303,10 @@ func (u *ui) inset(path string, v any) {
 	switch x := v.(type) {
 	case json.Number:
 		u.number(path, v, lo, hi)
-	case map[string]any:
+	case *object:
 		sides, axes := 0, 0
-		for k, e := range x {
+		for _, mb := range x.list() {
+			k, e := mb.key, mb.val
 			switch k {
 			case "top", "right", "bottom", "left":
 				sides++
@@ -365,7 +366,7 @@ func (u *ui) options(path string, p *uicatalog.Prop, v any, sc scope) {
 		if m == nil {
 			continue
 		}
-		val, ok := m["value"]
+		val, ok := m.get("value")
 		switch {
 		case !ok:
 			u.errorf(u.pkey(op, "value"), CodeRequired, "an option needs a value: a string, number or boolean")
@@ -381,7 +382,7 @@ func (u *ui) options(path string, p *uicatalog.Prop, v any, sc scope) {
 				u.text(u.pkey(op, "value"), s, false, sc)
 			}
 		}
-		if lv, ok := m["label"]; !ok {
+		if lv, ok := m.get("label"); !ok {
 			u.errorf(u.pkey(op, "label"), CodeRequired, "an option needs a label")
 		} else if s, ok := u.str(u.pkey(op, "label"), lv); ok {
 			u.text(u.pkey(op, "label"), s, true, sc)
@@ -393,19 +394,19 @@ func (u *ui) options(path string, p *uicatalog.Prop, v any, sc scope) {
 // per array or object. depth is the depth of v's container.
 func (u *ui) jsonLimits(path string, v any, depth int) {
 	switch x := v.(type) {
-	case map[string]any:
+	case *object:
 		d := depth + 1
 		if d > uicatalog.MaxValueDepth {
 			u.errorf(path, CodeValueDepth, "this value nests %d deep; JSON values nest at most %d deep", d, uicatalog.MaxValueDepth)
 			return
 		}
-		if len(x) > uicatalog.MaxValueEntries {
-			u.errorf(path, CodeValueEntries, "this object has %d members; JSON objects have at most %d", len(x), uicatalog.MaxValueEntries)
+		if x.len() > uicatalog.MaxValueEntries {
+			u.errorf(path, CodeValueEntries, "this object has %d members; JSON objects have at most %d", x.len(), uicatalog.MaxValueEntries)
 		}
-		for k, e := range x {
-			switch e.(type) {
-			case map[string]any, []any:
-				u.jsonLimits(u.pkey(path, k), e, d)
+		for _, mb := range x.list() {
+			switch mb.val.(type) {
+			case *object, []any:
+				u.jsonLimits(u.pkey(path, mb.key), mb.val, d)
 			}
 		}
 	case []any:
@@ -419,7 +420,7 @@ func (u *ui) jsonLimits(path string, v any, depth int) {
 		}
 		for i, e := range x {
 			switch e.(type) {
-			case map[string]any, []any:
+			case *object, []any:
 				u.jsonLimits(u.pidx(path, i), e, d)
 			}
 		}

@@ -95,7 +95,7 @@ func typeOfValue(v any) typeMask {
 		return tString
 	case []any:
 		return tArray
-	case map[string]any:
+	case *object:
 		return tObject
 	}
 	return tAny
@@ -180,7 +180,7 @@ func (c *checker) checkSchema(path string, v any, root string) *Schema {
 
 func (sc *schemaChecker) schema(path string, v any, depth int, atRoot bool) *Schema {
 	c := sc.c
-	m, ok := v.(map[string]any)
+	m, ok := v.(*object)
 	if !ok {
 		c.errorf(path, CodeSchemaInvalid, "a schema is an object, not %s", typeName(v))
 		return nil
@@ -198,8 +198,8 @@ func (sc *schemaChecker) schema(path string, v any, depth int, atRoot bool) *Sch
 		return nil
 	}
 	s := &Schema{}
-	for _, k := range sortedKeys(m) {
-		kv := m[k]
+	for _, mb := range m.list() {
+		k, kv := mb.key, mb.val
 		kp := sc.c.ptr(path, k)
 		if code, refused := schemaRefused[k]; refused {
 			if code == CodeSchemaRef {
@@ -217,14 +217,15 @@ func (sc *schemaChecker) schema(path string, v any, depth int, atRoot bool) *Sch
 		case "type":
 			s.Types = sc.types(kp, kv)
 		case "properties":
-			pm, ok := kv.(map[string]any)
+			pm, ok := kv.(*object)
 			if !ok {
 				c.errorf(kp, CodeSchemaInvalid, "properties is an object of member schemas, not %s", typeName(kv))
 				continue
 			}
-			s.Props = make(map[string]*Schema, len(pm))
-			for _, name := range sortedKeys(pm) {
-				if sub := sc.schema(sc.c.ptr(kp, name), pm[name], depth+1, false); sub != nil {
+			s.Props = make(map[string]*Schema, pm.len())
+			for _, pmb := range pm.list() {
+				name := pmb.key
+				if sub := sc.schema(sc.c.ptr(kp, name), pmb.val, depth+1, false); sub != nil {
 					s.Props[name] = sub
 				} else {
 					s.Props[name] = &Schema{}

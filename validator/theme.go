@@ -13,6 +13,8 @@ type themeColors map[string]themeColor
 type themeColor struct {
 	value string // normalized literal; "" for a role reference (a semantic token)
 	path  string
+	// variant is the mode variant that sets it, "" for the base theme.
+	variant string
 }
 
 // theme checks theme and the contrast of its colour pairs.
@@ -25,7 +27,7 @@ func (u *ui) theme(path string, v any) {
 	base := u.themeLevel(path, m, props, false)
 	modes := map[string]themeColors{}
 	for _, mode := range u.cat.Config.ThemeVariants {
-		mv, ok := m[mode]
+		mv, ok := m.get(mode)
 		if !ok {
 			continue
 		}
@@ -34,7 +36,12 @@ func (u *ui) theme(path string, v any) {
 		if mm == nil {
 			continue
 		}
-		modes[mode] = u.themeLevel(u.pkey(path, mode), mm, p.Members, true)
+		colors := u.themeLevel(u.pkey(path, mode), mm, p.Members, true)
+		for k, c := range colors {
+			c.variant = mode
+			colors[k] = c
+		}
+		modes[mode] = colors
 	}
 	// Each mode sees the base overrides with its own on top; the host fills
 	// the rest, which cannot be judged here.
@@ -53,15 +60,16 @@ func (u *ui) theme(path string, v any) {
 			if !ok1 || !ok2 || fg.value == "" || bg.value == "" {
 				continue
 			}
-			key := fg.path + "|" + bg.path
+			// A pair set in the base theme is the same in both modes:
+			// judge it once.
+			where, key := mode+" mode", pair.Foreground+"|"+pair.Background+"|"+mode
+			if fg.variant == "" && bg.variant == "" {
+				where, key = "light and dark modes", pair.Foreground+"|"+pair.Background
+			}
 			if reported[key] {
 				continue
 			}
 			reported[key] = true
-			where := mode + " mode"
-			if !strings.Contains(fg.path+bg.path, "/"+mode+"/") {
-				where = "light and dark modes"
-			}
 			u.contrast(fg.path, fg.value, bg.path, bg.value, pair.Foreground+" ("+where+", on "+pair.Background+")")
 		}
 	}
@@ -78,11 +86,11 @@ func variantProps(c *uicatalog.Data) []uicatalog.Prop {
 
 // themeLevel checks the groups of the theme or of a variant and returns the
 // colours of its color_scheme.
-func (u *ui) themeLevel(path string, m map[string]any, props []uicatalog.Prop, inVariant bool) themeColors {
+func (u *ui) themeLevel(path string, m *object, props []uicatalog.Prop, inVariant bool) themeColors {
 	colors := themeColors{}
 	for i := range props {
 		p := &props[i]
-		v, ok := m[p.Name]
+		v, ok := m.get(p.Name)
 		if !ok {
 			continue
 		}
@@ -92,7 +100,8 @@ func (u *ui) themeLevel(path string, m map[string]any, props []uicatalog.Prop, i
 			// checked by theme
 		case p.Type == uicatalog.ColorScheme:
 			cs := u.object(at, v)
-			for role, cv := range cs {
+			for _, mb := range cs.list() {
+				role, cv := mb.key, mb.val
 				rp := u.pkey(at, role)
 				if !uicatalog.IsColorRole(role) {
 					u.errorf(rp, CodeUnknownField, "%q is not a colour role; roles: %s", role, joinComma(u.cat.ColorRoles))
@@ -111,7 +120,7 @@ func (u *ui) themeLevel(path string, m map[string]any, props []uicatalog.Prop, i
 	}
 	if inVariant {
 		for _, mode := range u.cat.Config.ThemeVariants {
-			if _, ok := m[mode]; ok {
+			if m.has(mode) {
 				u.errorf(u.pkey(path, mode), CodeThemeNesting, "%s cannot be nested inside a theme variant; light and dark sit at the top of theme", mode)
 			}
 		}

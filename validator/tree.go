@@ -36,7 +36,7 @@ func (u *ui) node(path string, v any, depth int, parent string, sc scope) {
 	}
 	typ := ""
 	var nt *uicatalog.NodeType
-	if tv, ok := m["type"]; !ok {
+	if tv, ok := m.get("type"); !ok {
 		u.errorf(u.pkey(path, "type"), CodeRequired, "a node needs a type: one of %s", u.nodeTypes())
 	} else if s, ok := u.str(u.pkey(path, "type"), tv); ok {
 		typ = s
@@ -46,8 +46,8 @@ func (u *ui) node(path string, v any, depth int, parent string, sc scope) {
 			u.errorf(u.pkey(path, "type"), CodeUnknownNodeType, "%q is not a node type; node types: %s", s, u.nodeTypes())
 		}
 	}
-	var pm map[string]any
-	if pv, ok := m["props"]; ok {
+	var pm *object
+	if pv, ok := m.get("props"); ok {
 		pm = u.object(u.pkey(path, "props"), pv)
 	}
 	childScope := sc
@@ -64,7 +64,7 @@ func (u *ui) node(path string, v any, depth int, parent string, sc scope) {
 	}
 	var kids []any
 	cp := u.pkey(path, "children")
-	if cv, ok := m["children"]; ok {
+	if cv, ok := m.get("children"); ok {
 		kids, _ = u.array(cp, cv)
 	}
 	n := len(kids)
@@ -142,13 +142,18 @@ var nodeInfos = sync.OnceValue(func() map[string]*nodeInfo {
 
 // props checks a node's props. It reports whether the node repeats a template
 // and returns the scope of its children.
-func (u *ui) props(path string, nt *uicatalog.NodeType, pm map[string]any, sc scope) (bool, scope) {
+func (u *ui) props(path string, nt *uicatalog.NodeType, pm *object, sc scope) (bool, scope) {
 	pp := u.pkey(path, "props")
 	info := nodeInfos()[nt.Type]
 	var presentBuf [maxNodeProps]bool
 	var valueBuf [maxNodeProps]any
 	present, values := presentBuf[:len(info.props)], valueBuf[:len(info.props)]
-	for k, v := range pm {
+	var members []member
+	if pm != nil {
+		members = pm.members
+	}
+	for _, mb := range members {
+		k, v := mb.key, mb.val
 		if i, ok := info.index[k]; ok {
 			present[i], values[i] = true, v
 			continue
@@ -191,7 +196,7 @@ func (u *ui) props(path string, nt *uicatalog.NodeType, pm map[string]any, sc sc
 					u.contrast(at, lit, sc.bgPath, sc.bg, nt.Type+" colour")
 				}
 			case "text_color":
-				if bg, ok := pm["color"].(string); ok {
+				if bg, ok := pm.val("color").(string); ok {
 					if c, ok := uicatalog.ParseColor(bg); ok {
 						u.contrast(at, lit, u.pkey(pp, "color"), normalColor(c), "badge text")
 					}
@@ -260,7 +265,7 @@ func rangedProps() map[string]*uicatalog.Prop {
 }
 
 // constraints checks the rules that relate props of one node.
-func (u *ui) constraints(pp string, nt *uicatalog.NodeType, info *nodeInfo, present []bool, pm map[string]any) {
+func (u *ui) constraints(pp string, nt *uicatalog.NodeType, info *nodeInfo, present []bool, pm *object) {
 	for ci, k := range nt.Constraints {
 		idx := info.constraints[ci]
 		n, first, second := 0, -1, -1
@@ -299,8 +304,8 @@ func (u *ui) constraints(pp string, nt *uicatalog.NodeType, info *nodeInfo, pres
 			if !present[idx[0]] || !present[idx[1]] {
 				continue
 			}
-			lo, ok1 := numberOf(pm[k.Props[0]])
-			hi, ok2 := numberOf(pm[k.Props[1]])
+			lo, ok1 := numberOf(pm.val(k.Props[0]))
+			hi, ok2 := numberOf(pm.val(k.Props[1]))
 			if ok1 && ok2 && lo > hi {
 				u.errorf(u.pkey(pp, k.Props[0]), k.Code, "%s %s is above %s %s", k.Props[0], fmtNum(lo), k.Props[1], fmtNum(hi))
 			}
@@ -310,8 +315,8 @@ func (u *ui) constraints(pp string, nt *uicatalog.NodeType, info *nodeInfo, pres
 
 // writes checks that what an input writes to its state key fits the key's
 // initial value.
-func (u *ui) writes(pp string, nt *uicatalog.NodeType, pm map[string]any) {
-	key, ok := pm["state_key"].(string)
+func (u *ui) writes(pp string, nt *uicatalog.NodeType, pm *object) {
+	key, ok := pm.val("state_key").(string)
 	if !ok {
 		return
 	}
@@ -321,19 +326,19 @@ func (u *ui) writes(pp string, nt *uicatalog.NodeType, pm map[string]any) {
 		u.stateType(at, key, tBoolean, "this switch")
 	case "field":
 		w := tString
-		if k, _ := pm["keyboard"].(string); k == "number" {
+		if k, _ := pm.val("keyboard").(string); k == "number" {
 			w = tNumber | tInteger
 		}
 		u.stateType(at, key, w, "this field")
 	case "select":
-		opts, ok := pm["options"].([]any)
+		opts, ok := pm.val("options").([]any)
 		if !ok {
 			return
 		}
 		var w typeMask
 		for _, o := range opts {
-			if om, ok := o.(map[string]any); ok {
-				w |= typeOfValue(om["value"])
+			if om, ok := o.(*object); ok {
+				w |= typeOfValue(om.val("value"))
 			}
 		}
 		if w != tAny {

@@ -216,7 +216,7 @@ func (u *ui) config(root any) {
 	sc := scope{}
 	for i := range top {
 		p := &top[i]
-		v, ok := m[p.Name]
+		v, ok := m.get(p.Name)
 		if !ok {
 			if p.Required {
 				u.errorf(u.pkey("", p.Name), CodeRequired, "%s is required: %s", p.Name, p.Doc)
@@ -250,7 +250,7 @@ func (u *ui) config(root any) {
 		}
 	}
 	if u.point == PointResponse {
-		if _, ok := m["a2ui"]; !ok {
+		if !m.has("a2ui") {
 			u.errorf("/a2ui", CodeRequired, "a response UI (extension point response) requires a2ui {version, description, schema}")
 		}
 	}
@@ -259,13 +259,14 @@ func (u *ui) config(root any) {
 }
 
 // objectOf checks that v is an object whose members are among props.
-func (u *ui) objectOf(path string, v any, props []uicatalog.Prop) map[string]any {
-	m, ok := v.(map[string]any)
+func (u *ui) objectOf(path string, v any, props []uicatalog.Prop) *object {
+	m, ok := v.(*object)
 	if !ok {
 		u.errorf(path, CodeType, "%s must be an object, not %s", subject(path), typeName(v))
 		return nil
 	}
-	for k := range m {
+	for _, mb := range m.list() {
+		k := mb.key
 		if _, ok := uicatalog.Lookup(props, k); !ok {
 			u.errorf(u.pkey(path, k), CodeUnknownField, "unknown field %q; allowed fields: %s", k, propNames(props))
 		}
@@ -283,26 +284,26 @@ func propNames(props []uicatalog.Prop) string {
 
 // declare records the state keys and data sources before anything that may
 // read them is checked.
-func (u *ui) declare(m map[string]any) {
+func (u *ui) declare(m *object) {
 	u.state = map[string]any{}
-	if s, ok := m["initial_state"].(map[string]any); ok {
-		for k, v := range s {
-			u.state[k] = v
+	if s, ok := m.val("initial_state").(*object); ok {
+		for _, mb := range s.list() {
+			u.state[mb.key] = mb.val
 		}
 	}
 	u.sources = map[string]*sourceInfo{}
-	if a, ok := m["data_sources"].([]any); ok {
+	if a, ok := m.val("data_sources").([]any); ok {
 		for i, e := range a {
-			src, ok := e.(map[string]any)
+			src, ok := e.(*object)
 			if !ok {
 				continue
 			}
-			id, ok := src["id"].(string)
+			id, ok := src.val("id").(string)
 			if !ok || u.sources[id] != nil {
 				continue
 			}
 			info := &sourceInfo{index: i}
-			if c, ok := src["capability"].(string); ok {
+			if c, ok := src.val("capability").(string); ok {
 				info.cap = c
 				if ci := u.caps[c]; ci != nil {
 					info.output = ci.output
@@ -314,7 +315,7 @@ func (u *ui) declare(m map[string]any) {
 }
 
 // resolvePoint decides the extension point the config is checked for.
-func (u *ui) resolvePoint(m map[string]any) {
+func (u *ui) resolvePoint(m *object) {
 	if u.m != nil && u.extID != "" {
 		for _, e := range u.m.Extensions {
 			if e.ID == u.extID {
@@ -327,8 +328,8 @@ func (u *ui) resolvePoint(m map[string]any) {
 	u.point = u.inferredPoint(m)
 }
 
-func (u *ui) inferredPoint(m map[string]any) string {
-	if _, ok := m["a2ui"]; ok {
+func (u *ui) inferredPoint(m *object) string {
+	if m.has("a2ui") {
 		return PointResponse
 	}
 	return PointScreen
@@ -396,15 +397,16 @@ func (u *ui) firstUses() []featureUse {
 
 // initialState checks initial_state.
 func (u *ui) initialState(path string, v any) {
-	m, ok := v.(map[string]any)
+	m, ok := v.(*object)
 	if !ok {
 		u.errorf(path, CodeType, "initial_state is an object of state keys to initial values, not %s", typeName(v))
 		return
 	}
-	if len(m) > uicatalog.MaxStateKeys {
-		u.errorf(path, CodeCount, "initial_state has %d keys; at most %d are allowed", len(m), uicatalog.MaxStateKeys)
+	if m.len() > uicatalog.MaxStateKeys {
+		u.errorf(path, CodeCount, "initial_state has %d keys; at most %d are allowed", m.len(), uicatalog.MaxStateKeys)
 	}
-	for k, val := range m {
+	for _, mb := range m.list() {
+		k, val := mb.key, mb.val
 		kp := u.pkey(path, k)
 		switch {
 		case !isStateKey(k):
@@ -512,7 +514,7 @@ func (u *ui) appBar(path string, v any) {
 		return
 	}
 	u.fields(path, m, props, scope{}, "actions")
-	if av, ok := m["actions"]; ok {
+	if av, ok := m.get("actions"); ok {
 		u.items(u.pkey(path, "actions"), av, 0, uicatalog.MaxAppBarActions, "app bar actions", appBarActionProps(u.cat))
 	}
 }
@@ -523,7 +525,7 @@ func appBarActionProps(c *uicatalog.Data) []uicatalog.Prop {
 }
 
 // items checks an array of objects with unique ids.
-func (u *ui) items(path string, v any, lo, hi int, what string, props []uicatalog.Prop) []map[string]any {
+func (u *ui) items(path string, v any, lo, hi int, what string, props []uicatalog.Prop) []*object {
 	a, ok := u.array(path, v)
 	if !ok {
 		return nil
@@ -535,7 +537,7 @@ func (u *ui) items(path string, v any, lo, hi int, what string, props []uicatalo
 			u.errorf(path, CodeCount, "%s has %d %s; at most %d are allowed", subject(path), len(a), what, hi)
 		}
 	}
-	out := make([]map[string]any, len(a))
+	out := make([]*object, len(a))
 	ids := map[string]int{}
 	for i, e := range a {
 		p := u.pidx(path, i)
@@ -545,7 +547,7 @@ func (u *ui) items(path string, v any, lo, hi int, what string, props []uicatalo
 		}
 		out[i] = m
 		u.fields(p, m, props, scope{})
-		if id, ok := m["id"].(string); ok {
+		if id, ok := m.val("id").(string); ok {
 			if j, dup := ids[id]; dup {
 				u.errorf(u.pkey(p, "id"), CodeDuplicate, "id %q is already used at %s; ids are unique", id, u.pidx(path, j))
 			} else {
@@ -565,10 +567,10 @@ func (u *ui) navigation(path string, v any) {
 	}
 	u.fields(path, m, props, scope{}, "items", "selected_state_key")
 	key, keyOK := "", false
-	if kv, ok := m["selected_state_key"]; ok {
+	if kv, ok := m.get("selected_state_key"); ok {
 		key, keyOK = u.stateRef(u.pkey(path, "selected_state_key"), kv)
 	}
-	iv, ok := m["items"]
+	iv, ok := m.get("items")
 	if !ok {
 		u.errorf(u.pkey(path, "items"), CodeRequired, "navigation needs items: %d to %d destinations", uicatalog.MinNavigationItems, uicatalog.MaxNavigationItems)
 		return
@@ -581,7 +583,7 @@ func (u *ui) navigation(path string, v any) {
 			continue
 		}
 		ip := u.ptr(path, "items", i)
-		val, has := it["value"]
+		val, has := it.get("value")
 		if !has {
 			if keyOK {
 				u.errorf(u.pkey(ip, "value"), CodeRequired, "value is required on every item because navigation sets selected_state_key %q", key)
@@ -602,7 +604,7 @@ func (u *ui) navigation(path string, v any) {
 }
 
 // scalarKey is the canonical text of a JSON value, for duplicate detection.
-func scalarKey(v any) string { return typeOfValue(v).String() + ":" + binding.Text(v) }
+func scalarKey(v any) string { return typeOfValue(v).String() + ":" + binding.Text(plain(v)) }
 
 // dataSources checks data_sources.
 func (u *ui) dataSources(path string, v any) {
@@ -621,7 +623,7 @@ func (u *ui) dataSources(path string, v any) {
 		if m == nil {
 			continue
 		}
-		id, _ := m["id"].(string)
+		id, _ := m.val("id").(string)
 		if id != "" {
 			if j, dup := ids[id]; dup {
 				u.errorf(u.pkey(p, "id"), CodeDuplicate, "data source id %q is already used at %s; ids are unique", id, u.pidx(path, j))
@@ -633,14 +635,14 @@ func (u *ui) dataSources(path string, v any) {
 		u.curSource = id
 		u.fields(p, m, props, scope{}, "capability", "arguments")
 		capID := ""
-		if cv, ok := m["capability"]; ok {
+		if cv, ok := m.get("capability"); ok {
 			capID, _ = u.capability(u.pkey(p, "capability"), cv)
 		} else {
 			u.errorf(u.pkey(p, "capability"), CodeRequired, "capability is required: a capability of the manifest or host.storage.list|get|create|update|delete")
 		}
 		u.arguments(p, m, capID, scope{})
 		if models.IsMutatingTool(capID) {
-			if t, _ := m["trigger"].(string); t != "manual" {
+			if t, _ := m.val("trigger").(string); t != "manual" {
 				u.warnf(u.pkey(p, "capability"), CodeMutatingSource, "%s changes storage; as a data source with trigger load it runs every time the screen opens (use an invoke action, or trigger manual)", capID)
 			}
 		}
@@ -686,13 +688,13 @@ func (u *ui) capability(path string, v any) (string, *capInfo) {
 
 // arguments checks the query and arguments of a data source or invoke action
 // against the capability's input schema.
-func (u *ui) arguments(p string, m map[string]any, capID string, sc scope) {
+func (u *ui) arguments(p string, m *object, capID string, sc scope) {
 	ci := u.caps[capID]
 	var in *Schema
 	if ci != nil {
 		in = ci.input
 	}
-	av, has := m["arguments"]
+	av, has := m.get("arguments")
 	ap := u.pkey(p, "arguments")
 	if !has {
 		if in != nil {
@@ -702,21 +704,21 @@ func (u *ui) arguments(p string, m map[string]any, capID string, sc scope) {
 		}
 		return
 	}
-	if _, ok := av.(map[string]any); !ok {
+	if _, ok := av.(*object); !ok {
 		u.errorf(ap, CodeType, "arguments is an object, not %s", typeName(av))
 		return
 	}
 	u.jsonLimits(ap, av, 0)
 	u.against(ap, av, in, sc, "the input_schema of "+capID)
 	if _, ok := storageTools[capID]; ok {
-		u.storageArguments(ap, av.(map[string]any))
+		u.storageArguments(ap, av.(*object))
 	}
 }
 
 // storageArguments checks literal namespace and key arguments of a storage
 // tool against the manifest.
-func (u *ui) storageArguments(ap string, args map[string]any) {
-	if ns, ok := args["namespace"].(string); ok && !binding.MayBind(ns) && u.m != nil {
+func (u *ui) storageArguments(ap string, args *object) {
+	if ns, ok := args.val("namespace").(string); ok && !binding.MayBind(ns) && u.m != nil {
 		if st := u.m.EffectiveStorage(); st != nil {
 			if _, ok := st.Namespace(ns); !ok {
 				var ids []string
@@ -727,7 +729,7 @@ func (u *ui) storageArguments(ap string, args map[string]any) {
 			}
 		}
 	}
-	if k, ok := args["key"].(string); ok && !binding.MayBind(k) {
+	if k, ok := args.val("key").(string); ok && !binding.MayBind(k) {
 		if err := models.ValidateKey(k); err != nil {
 			u.errorf(u.pkey(ap, "key"), CodeInvalidKey, "%s", models.ErrorMessage(err))
 		}
@@ -792,7 +794,7 @@ func (u *ui) a2ui(path string, v any) {
 		return
 	}
 	u.fields(path, m, props, scope{})
-	if d, ok := m["description"].(string); ok && strings.TrimSpace(d) == "" {
+	if d, ok := m.val("description").(string); ok && strings.TrimSpace(d) == "" {
 		u.errorf(u.pkey(path, "description"), CodeRequired, "a2ui.description states when this response UI applies; it is empty")
 	}
 }

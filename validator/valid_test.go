@@ -25,6 +25,7 @@ func TestValidCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			quietAgrees(t, raw, full, "")
 			r := CheckUIConfig(raw, full, "")
 			if !r.Valid || len(r.Warnings) > 0 {
 				t.Fatalf("errors:%s\nwarnings:%s", messages(r.Errors), messages(r.Warnings))

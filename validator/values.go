@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 )
 
@@ -33,7 +32,7 @@ func typeName(v any) string {
 		return "string"
 	case []any:
 		return "array"
-	case map[string]any:
+	case *object:
 		return "object"
 	}
 	return fmt.Sprintf("%T", v)
@@ -41,8 +40,8 @@ func typeName(v any) string {
 
 // object checks that v is an object whose members are all in allowed; unknown
 // members are reported. It returns the object, or nil when v is not one.
-func (c *checker) object(path string, v any, allowed ...string) map[string]any {
-	m, ok := v.(map[string]any)
+func (c *checker) object(path string, v any, allowed ...string) *object {
+	m, ok := v.(*object)
 	if !ok {
 		c.errorf(path, CodeType, "%s must be an object, not %s", subject(path), typeName(v))
 		return nil
@@ -50,8 +49,8 @@ func (c *checker) object(path string, v any, allowed ...string) map[string]any {
 	if len(allowed) > 0 {
 		// Problems are put in document order later; the map's order does not
 		// matter.
-		for k := range m {
-			if !contains(allowed, k) {
+		for _, mb := range m.list() {
+			if k := mb.key; !contains(allowed, k) {
 				c.errorf(c.ptr(path, k), CodeUnknownField, "unknown field %q; allowed fields: %s", k, strings.Join(allowed, ", "))
 			}
 		}
@@ -153,14 +152,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
 
 // subject names the value at path for a message: its member name, "entry N"
 // for an array entry, "the document" for the root.
