@@ -152,7 +152,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-
 // subject names the value at path for a message: its member name, "entry N"
 // for an array entry, "the document" for the root.
 func subject(path string) string {
