@@ -74,7 +74,7 @@ func atLimitsConfig() obj {
 		eight = append(eight, obj{"type": "set_state", "values": obj{fmt.Sprintf("k%02d", 3*i+3): i}})
 	}
 	flowB := obj{"type": "flow", "actions": eight}                                                                                                                                // 8
-	flowC := obj{"type": "flow", "actions": []any{obj{"type": "navigate", "target": "detail", "parameters": obj{"id": "{{state.k01}}"}}, obj{"type": "refresh", "source": "w0"}}} // 2
+	flowC := obj{"type": "flow", "actions": []any{obj{"type": "navigate", "target": "detail", "parameters": obj{"id": "{{state.k01}}"}}, obj{"type": "refresh", "source": "more"}}} // 2
 
 	chain := chain(11) // a column chain whose innermost text is at depth 12 under the root
 	template := obj{"type": "card", "props": obj{"action": obj{"type": "navigate", "target": "detail", "parameters": obj{"key": "{{item.key}}"}}}, "children": []any{
@@ -95,6 +95,7 @@ func atLimitsConfig() obj {
 		}},
 		obj{"type": "image", "props": obj{"url": "{{data.w0.data.icon_url}}", "aspect_ratio": 1.5}},
 		obj{"type": "text", "props": obj{"text": "{{data.w1.data.raw.a.b.c.d.e.f.g.h}}"}},
+		obj{"type": "text", "props": obj{"text": "Pinned: {{data.pinned.data.item.value.title}}"}},
 		obj{"type": "select", "props": obj{"state_key": "k04", "options_source": "{{data.cities.data.options}}", "searchable": true}},
 		obj{"type": "field", "props": obj{"state_key": "k07", "required": true, "min_length": 1, "max_length": 64, "suggestions_source": "{{data.cities.data.names}}"}},
 	}

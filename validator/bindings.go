@@ -83,7 +83,9 @@ func (u *ui) path(at string, p binding.Path, sc scope) vtype {
 	case "context":
 		switch p[1].Name {
 		case "loading", "errors":
-			if _, ok := u.sources[p[2].Name]; !ok {
+			if src, ok := u.sources[p[2].Name]; ok {
+				src.used = true
+			} else {
 				u.errorf(at, CodeUnknownSource, "%s names data source %q, which data_sources does not declare (%s)", p, p[2].Name, u.declaredSources())
 			}
 		case "permissions":

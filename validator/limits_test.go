@@ -74,6 +74,15 @@ func sources(n int) []any {
 	return a
 }
 
+// readAll is a text that reads the sources s0 to s<n-1>.
+func readAll(n int) obj {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "{{data.s%d.completed}} ", i)
+	}
+	return text(b.String())
+}
+
 func stateKeys(n int) obj {
 	m := obj{}
 	for i := 0; i < n; i++ {
@@ -222,7 +231,7 @@ func limitCases() []limitCase {
 	add("nodes", "nodes per tree: 160", config(flatTree(160), nil), config(flatTree(161), nil), e("/view", CodeTooManyNodes))
 	add("depth", "tree depth: 12 (root is depth 0)", config(chain(12), nil), config(chain(13), nil), e(chainPath(13), CodeTooDeep))
 	add("children", "children per node: 32", config(column(texts(32)...), nil), config(column(texts(33)...), nil), e("/view/children", CodeTooManyChildren))
-	add("data-sources", "data sources: 8", config(text("x"), obj{"data_sources": sources(8)}), config(text("x"), obj{"data_sources": sources(9)}), e("/data_sources", CodeCount))
+	add("data-sources", "data sources: 8", config(readAll(8), obj{"data_sources": sources(8)}), config(readAll(9), obj{"data_sources": sources(9)}), e("/data_sources", CodeCount))
 	add("state-keys", "state keys: 32", config(text("x"), obj{"initial_state": stateKeys(32)}), config(text("x"), obj{"initial_state": stateKeys(33)}), e("/initial_state", CodeCount))
 	k64, k65 := "k"+strings.Repeat("x", 63), "k"+strings.Repeat("x", 64)
 	add("state-key-length", "state key length: 64", config(text("x"), obj{"initial_state": obj{k64: 1}}), config(text("x"), obj{"initial_state": obj{k65: 1}}), e("/initial_state/"+k65, CodeFormat))
@@ -236,9 +245,11 @@ func limitCases() []limitCase {
 	src := func(r any) obj {
 		return obj{"data_sources": []any{obj{"id": "s", "capability": "weather.lookup", "arguments": obj{"city": "x"}, "refresh_seconds": r}}}
 	}
-	add("refresh-min", "automatic refresh: 30 to 86400 seconds", config(text("x"), src(30)), config(text("x"), src(29)), e("/data_sources/0/refresh_seconds", CodeRange))
-	add("refresh-max", "automatic refresh: 30 to 86400 seconds", config(text("x"), src(86400)), config(text("x"), src(86401)), e("/data_sources/0/refresh_seconds", CodeRange))
-	add("binding-depth", "binding depth: 12 segments", config(text(deepBinding(12)), obj{"data_sources": sources(1)}), config(text(deepBinding(13)), obj{"data_sources": sources(1)}), e("/view/props/text", CodeBindingDepth))
+	readS := text("{{data.s.summary}}")
+	add("refresh-min", "automatic refresh: 30 to 86400 seconds", config(readS, src(30)), config(readS, src(29)), e("/data_sources/0/refresh_seconds", CodeRange))
+	add("refresh-max", "automatic refresh: 30 to 86400 seconds", config(readS, src(86400)), config(readS, src(86401)), e("/data_sources/0/refresh_seconds", CodeRange))
+	deep := func(n int) obj { return column(text(deepBinding(n)), readAll(1)) }
+	add("binding-depth", "binding depth: 12 segments", config(deep(12), obj{"data_sources": sources(1)}), config(deep(13), obj{"data_sources": sources(1)}), e("/view/children/0/props/text", CodeBindingDepth))
 	add("value-depth", "JSON binding value depth: 8", config(text("x"), obj{"initial_state": obj{"k": nested(8)}}), config(text("x"), obj{"initial_state": obj{"k": nested(9)}}), e(nestedPath("/initial_state/k", 8), CodeValueDepth))
 	add("value-entries", "arrays/objects up to 64 entries", config(text("x"), obj{"initial_state": obj{"k": entries(64)}}), config(text("x"), obj{"initial_state": obj{"k": entries(65)}}), e("/initial_state/k", CodeValueEntries))
 	btn := func(a any) obj { return prop("button", obj{"label": "b", "action": a}) }

@@ -17,6 +17,7 @@ const (
 	CodeMigrationStep      = "migration_step"
 	CodeUnknownNamespace   = "unknown_namespace"
 	CodeInvalidKey         = "invalid_key"
+	CodeMigrationEmpty     = "migration_empty"
 )
 
 // MaxManifestBytes bounds the size of manifest.json.
@@ -288,7 +289,7 @@ func (c *checker) migrations(s *object, version int64, namespaces map[string]boo
 		c.migrationDelete(p, mg, renamed)
 		if _, hasR := mg.get("rename"); !hasR {
 			if _, hasD := mg.get("delete"); !hasD {
-				c.warnf(p, "migration_empty", "this migration neither renames nor deletes a key")
+				c.warnf(p, CodeMigrationEmpty, "this migration neither renames nor deletes a key")
 			}
 		}
 	}

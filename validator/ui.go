@@ -69,7 +69,6 @@ const (
 	CodeInsetForm          = "inset_form"
 	CodeMutatingSource     = "mutating_source"
 	CodeStoragePermission  = "storage_permission"
-	CodeFlowValidate       = "flow_validate"
 	CodeUnusedSource       = "unused_source"
 	CodeBindingSyntax      = binding.CodeSyntax
 	CodeBindingDepth       = binding.CodeDepth
@@ -255,6 +254,7 @@ func (u *ui) config(root any) {
 		}
 	}
 	u.sourceCycles()
+	u.unusedSources()
 	u.minHostVersion()
 }
 
@@ -778,6 +778,16 @@ func (u *ui) sourceCycles() {
 	for _, id := range ids {
 		if state[id] == unvisited {
 			visit(id, nil)
+		}
+	}
+}
+
+// unusedSources warns about data sources that nothing reads: a load source
+// still costs a capability call each time the screen opens.
+func (u *ui) unusedSources() {
+	for id, src := range u.sources {
+		if !src.used {
+			u.warnf(u.pkey(u.pidx("/data_sources", src.index), "id"), CodeUnusedSource, "data source %q is never read: no binding, condition, refresh or store names it", id)
 		}
 	}
 }

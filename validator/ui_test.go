@@ -74,6 +74,7 @@ func TestCheckUIConfigWithoutManifest(t *testing.T) {
 	wantErrors := [][2]string{{"/data_sources/1/arguments/limit", CodeSchemaRange}}
 	wantWarnings := [][2]string{
 		{"/data_sources/0/capability", CodeNeedsManifest},
+		{"/data_sources/1/id", CodeUnusedSource},
 		{"/view/children/0/props/url", CodeNeedsManifest},
 		{"/view/children/2/props/action", CodeNeedsManifest},
 		{"/view/children/2/props/action/actions/0/target", CodeNeedsManifest},
