@@ -73,7 +73,7 @@ func atLimitsConfig() obj {
 	for i := 0; i < 8; i++ {
 		eight = append(eight, obj{"type": "set_state", "values": obj{fmt.Sprintf("k%02d", 3*i+3): i}})
 	}
-	flowB := obj{"type": "flow", "actions": eight}                                                                                                                                // 8
+	flowB := obj{"type": "flow", "actions": eight}                                                                                                                                  // 8
 	flowC := obj{"type": "flow", "actions": []any{obj{"type": "navigate", "target": "detail", "parameters": obj{"id": "{{state.k01}}"}}, obj{"type": "refresh", "source": "more"}}} // 2
 
 	chain := chain(11) // a column chain whose innermost text is at depth 12 under the root
