@@ -68,13 +68,14 @@ func atLimitsConfig() obj {
 	flowA := obj{"type": "flow", "mode": "sequential", "validate": true, "actions": []any{
 		obj{"type": "invoke", "capability": "host.storage.create", "arguments": obj{"namespace": "notes", "key": "{{state.k04}}", "value": obj{"t": "{{state.k07}}"}}},
 		inner,
-	}} // 1 + 1 + (1 + 1 + 2) = 6 actions in flows
+	}} // 2 + 1 + 1 + 2 = 6 entries in flows
 	var eight []any
 	for i := 0; i < 8; i++ {
 		eight = append(eight, obj{"type": "set_state", "values": obj{fmt.Sprintf("k%02d", 3*i+3): i}})
 	}
-	flowB := obj{"type": "flow", "actions": eight}                                                                                                                                  // 8
-	flowC := obj{"type": "flow", "actions": []any{obj{"type": "navigate", "target": "detail", "parameters": obj{"id": "{{state.k01}}"}}, obj{"type": "refresh", "source": "more"}}} // 2
+	// 8 actions in a flow, and 2 more: 16 in all with flowA.
+	flowB := obj{"type": "flow", "actions": eight}
+	flowC := obj{"type": "flow", "actions": []any{obj{"type": "navigate", "target": "detail", "parameters": obj{"id": "{{state.k01}}"}}, obj{"type": "refresh", "source": "more"}}}
 
 	chain := chain(11) // a column chain whose innermost text is at depth 12 under the root
 	template := obj{"type": "card", "props": obj{"action": obj{"type": "navigate", "target": "detail", "parameters": obj{"key": "{{item.key}}"}}}, "children": []any{
