@@ -176,11 +176,11 @@ func (u *ui) props(path string, nt *uicatalog.NodeType, pm *object, sc scope) (b
 		at := u.pkey(pp, p.Name)
 		switch {
 		case p.Name == "items_source" && nt.Repeats:
-			if vt, ok := u.bindingProp(at, p, v, sc); ok {
-				child.inItem, child.item = true, nil
-				if vt.schema != nil {
-					child.item = vt.schema.Items
-				}
+			// The template reads item even when items_source has a problem
+			// of its own, which is reported once, here.
+			child.inItem, child.item = true, nil
+			if vt, ok := u.bindingProp(at, p, v, sc); ok && vt.schema != nil {
+				child.item = vt.schema.Items
 			}
 			repeat = true
 		case p.Type == uicatalog.Color:
