@@ -27,12 +27,12 @@ func Markdown() []byte {
 		if n.Repeats {
 			ch += "; or one template with items_source"
 		}
-		w("| [%s](#%s) | %s | %s | %s | %s |\n", n.Type, n.Type, n.Group, ch, orDash(strings.Join(n.Parents, ", ")), n.Doc)
+		w("| [%s](#%s) | %s | %s | %s | %s |\n", n.Type, n.Type, n.Group, ch, orDash(strings.Join(n.Parents, ", ")), mdText(n.Doc))
 	}
 	w("\nChild rules: none (no children), one (exactly one child), at_least_one, many (0 or more). Every node has at most 32 children. ")
 	w("A repeating node (%s) with the prop `items_source` has exactly one child: the template drawn once per entry of the array, where `item` reads that entry; nodes are counted once, however many entries there are.\n\n", codeList(repeating(c), ", "))
 	for _, n := range c.Nodes {
-		w("### %s\n\n%s.", n.Type, capitalize(n.Doc))
+		w("### %s\n\n%s.", n.Type, mdText(capitalize(n.Doc)))
 		switch n.Children {
 		case ChildrenNone:
 			w(" No children.")
@@ -52,8 +52,9 @@ func Markdown() []byte {
 		w("\n\n")
 		if len(n.Props) > 0 {
 			propTable(&b, n.Props)
+			w("\n")
 		} else {
-			w("Only the props every node takes.\n")
+			w("Only the props every node takes.\n\n")
 		}
 		for _, k := range n.Constraints {
 			if containsString(k.Props, "min_width") || containsString(k.Props, "min_height") {
@@ -102,7 +103,7 @@ func Markdown() []byte {
 		if containsString(c.Config.ThemeVariants, g.Name) {
 			continue
 		}
-		w("- `%s` (%s): %s", g.Name, typeText(g), g.Doc)
+		w("- `%s` (%s): %s", g.Name, typeText(g), mdText(g.Doc))
 		if len(g.Members) > 0 {
 			var ms []string
 			for _, m := range g.Members {
@@ -116,7 +117,7 @@ func Markdown() []byte {
 
 	w("## Actions\n\nAn action is an object with `type` and the fields of its type.\n\n")
 	for _, a := range c.Actions {
-		w("### %s\n\n%s.", a.Type, capitalize(a.Doc))
+		w("### %s\n\n%s.", a.Type, mdText(capitalize(a.Doc)))
 		if a.Feature != "" {
 			w(" Needs min_host_version %s (%s).", c.MinHostVersion, a.Feature)
 		}
@@ -135,7 +136,7 @@ func Markdown() []byte {
 	w("## Bindings\n\n%s A path has at most %d segments (the root, each name and each index count).\n\n", c.Bindings.Doc, c.Bindings.MaxDepth)
 	w("| readable path | type | meaning |\n|---|---|---|\n")
 	for _, r := range c.Bindings.Roots {
-		w("| `%s` | %s | %s |\n", r.Pattern, r.Type, r.Doc)
+		w("| `%s` | %s | %s |\n", r.Pattern, r.Type, mdText(r.Doc))
 	}
 	w("\nIn a text template, a value reads as: missing or null → empty; a string → itself; a boolean → `true`/`false`; a number → as JavaScript's `String(number)`; an array or object → compact JSON with members sorted by key. The conformance cases are in `binding/testdata/conformance.json`.\n\n")
 
@@ -211,7 +212,7 @@ func propTable(b *bytes.Buffer, ps []Prop) {
 		if len(p.Roots) > 0 {
 			doc += " (reads only from " + strings.Join(p.Roots, " or ") + ")"
 		}
-		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", p.Name, typeText(p), orDash(req), orDash(bind), orDash(valuesText(p)), orDash(defaultText(p.Default)), doc)
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", p.Name, typeText(p), orDash(req), orDash(bind), orDash(valuesText(p)), orDash(defaultText(p.Default)), mdText(doc))
 	}
 }
 
@@ -271,6 +272,12 @@ func constraintText(k Constraint) string {
 		return fmt.Sprintf("`%s` <= `%s`", k.Props[0], k.Props[1])
 	}
 	return k.Kind + " " + names
+}
+
+// mdText escapes text for Markdown: angle brackets (placeholders such as
+// <source> would read as HTML) and pipes (which end table cells).
+func mdText(s string) string {
+	return strings.NewReplacer("<", "&lt;", ">", "&gt;", "|", "\\|").Replace(s)
 }
 
 func num(f float64) string { return binding.FormatNumber(f) }
