@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/mail"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -337,6 +338,14 @@ func formatOK(format, s string) bool {
 	case "uri":
 		p, err := url.Parse(s)
 		return err == nil && p.Scheme != "" && (p.Host != "" || p.Opaque != "" || p.Path != "")
+	case "hostname":
+		return isHostname(s)
+	case "ipv4":
+		a, err := netip.ParseAddr(s)
+		return err == nil && a.Is4()
+	case "ipv6":
+		a, err := netip.ParseAddr(s)
+		return err == nil && a.Is6() && a.Zone() == ""
 	case "uuid":
 		if len(s) != 36 {
 			return false
@@ -352,6 +361,27 @@ func formatOK(format, s string) bool {
 			}
 		}
 		return true
+	}
+	return true
+}
+
+// isHostname checks a host name of RFC 1123: dot-separated labels of 1 to 63
+// letters, digits and hyphens, not starting or ending with a hyphen, 253
+// characters in all.
+func isHostname(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
 	}
 	return true
 }

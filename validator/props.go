@@ -143,7 +143,7 @@ func (u *ui) value(path string, p *uicatalog.Prop, v any, sc scope) {
 		u.against(path, v, nil, sc, "")
 	case uicatalog.ID:
 		if s, ok := u.str(path, v); ok && !isIdentifier(s) {
-			u.errorf(path, CodeFormat, "id %q: an id starts with a letter, then letters, digits or _, at most %d characters", s, uicatalog.MaxStateKeyLength)
+			u.errorf(path, CodeFormat, "id %q: an id starts with a letter or _, then letters, digits, _ or -, at most 64 characters (it is read in paths such as data.<id>)", s)
 		}
 	case uicatalog.Version:
 		switch x := v.(type) {

@@ -102,7 +102,7 @@ func typeOfValue(v any) typeMask {
 }
 
 // schemaFormats are the formats a schema may name; each can be checked.
-var schemaFormats = []string{"date-time", "date", "time", "email", "uri", "uuid"}
+var schemaFormats = []string{"date-time", "date", "time", "email", "uri", "uuid", "hostname", "ipv4", "ipv6"}
 
 // Schema is a parsed schema of the safe subset.
 type Schema struct {

@@ -97,7 +97,7 @@ func TestCapabilitySchemas(t *testing.T) {
 		{"minimum above maximum", o(obj1("a", obj1("type", "number", "minimum", 5, "maximum", 1))), nil, nil, [][2]string{{in + "/properties/a/minimum", CodeSchemaInvalid}}},
 		{"minLength above maxLength", o(obj1("a", obj1("type", "string", "minLength", 5, "maxLength", 1))), nil, nil, [][2]string{{in + "/properties/a/minLength", CodeSchemaInvalid}}},
 		{"negative maxItems", o(obj1("a", obj1("type", "array", "maxItems", -1))), nil, nil, [][2]string{{in + "/properties/a/maxItems", CodeSchemaInvalid}}},
-		{"format outside the list", o(obj1("a", obj1("type", "string", "format", "hostname"))), nil, nil, [][2]string{{in + "/properties/a/format", CodeSchemaInvalid}}},
+		{"format outside the list", o(obj1("a", obj1("type", "string", "format", "regex"))), nil, nil, [][2]string{{in + "/properties/a/format", CodeSchemaInvalid}}},
 		{"input root is an object schema", obj1("type", "array"), nil, nil, [][2]string{{in + "/type", CodeSchemaRoot}}},
 		{"output root is an object schema", nil, obj1("type", "string"), nil, [][2]string{{"/capabilities/0/output_schema/type", CodeSchemaRoot}}},
 		{"root without type", obj1("properties", obj1()), nil, nil, [][2]string{{in + "/type", CodeSchemaRoot}}},
@@ -193,6 +193,42 @@ func TestVersionAtLeast(t *testing.T) {
 	for _, tt := range tests {
 		if got := versionAtLeast(tt.v, "1.7.12"); got != tt.want {
 			t.Errorf("versionAtLeast(%q) = %v", tt.v, got)
+		}
+	}
+}
+
+func TestFormats(t *testing.T) {
+	tests := []struct {
+		format, value string
+		ok            bool
+	}{
+		{"date-time", "2026-01-02T03:04:05Z", true}, {"date-time", "2026-01-02T03:04:05.123+02:00", true},
+		{"date-time", "2026-01-02 03:04:05", false}, {"date-time", "2026-01-02", false},
+		{"date", "2026-02-28", true}, {"date", "2026-02-30", false}, {"date", "26-2-1", false},
+		{"time", "03:04:05Z", true}, {"time", "03:04:05.5+01:00", true}, {"time", "3:04", false},
+		{"email", "ada@example.com", true}, {"email", "Ada <ada@example.com>", false}, {"email", "ada", false},
+		{"uri", "https://example.com/a?b=c", true}, {"uri", "mailto:ada@example.com", true}, {"uri", "/relative", false}, {"uri", "example.com", false},
+		{"uuid", "123e4567-e89b-12d3-a456-426614174000", true}, {"uuid", "123e4567e89b12d3a456426614174000", false}, {"uuid", "123e4567-e89b-12d3-a456-42661417400g", false},
+		{"hostname", "api.example.com", true}, {"hostname", "-bad.example.com", false}, {"hostname", "a..b", false}, {"hostname", "under_score.com", false},
+		{"ipv4", "192.0.2.1", true}, {"ipv4", "2001:db8::1", false}, {"ipv4", "256.0.0.1", false},
+		{"ipv6", "2001:db8::1", true}, {"ipv6", "192.0.2.1", false}, {"ipv6", "fe80::1%eth0", false},
+	}
+	for _, tt := range tests {
+		if got := formatOK(tt.format, tt.value); got != tt.ok {
+			t.Errorf("formatOK(%s, %q) = %v, want %v", tt.format, tt.value, got, tt.ok)
+		}
+	}
+}
+
+func TestIdentifiers(t *testing.T) {
+	for _, s := range []string{"weather", "weather_now", "weather-now", "_private", "w2"} {
+		if !isIdentifier(s) {
+			t.Errorf("isIdentifier(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"", "2w", "my source", "a.b", "-a", strings.Repeat("a", 65)} {
+		if isIdentifier(s) {
+			t.Errorf("isIdentifier(%q) = true", s)
 		}
 	}
 }

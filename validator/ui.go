@@ -439,8 +439,8 @@ func isStateKey(s string) bool {
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // isIdentifier: the ids of data sources, app bar actions and navigation items
-// are read in paths and must be path names; the state key form is used.
-func isIdentifier(s string) bool { return isStateKey(s) && len(s) <= uicatalog.MaxStateKeyLength }
+// may be read in paths (data.<id>), so they have the form of a path name.
+func isIdentifier(s string) bool { return isFieldName(s) }
 
 // isFieldName: a member name a binding path can read.
 func isFieldName(s string) bool {
