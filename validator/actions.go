@@ -39,7 +39,7 @@ func (u *ui) action(path string, v any, sc scope, flows int) {
 			if allowed == "" {
 				allowed = "none"
 			}
-			u.errorf(u.pkey(path, k), CodeUnknownField, "a %s action has no field %q; its fields: %s", typ, k, allowed)
+			u.errorf(u.pkey(path, k), CodeUnknownField, "%s action has no field %q; its fields: %s", article(typ), k, allowed)
 		}
 	}
 	if at.Feature != "" {

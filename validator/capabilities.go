@@ -68,7 +68,7 @@ func (c *checker) capabilities(v any, minHost string) {
 				if have == "" {
 					have = "not set"
 				}
-				c.errorf(c.ptr(p, k), CodeMinHostVersion, "%s need min_host_version %s or later; it is %s", uicatalog.FeatureCapabilitySchemas, uicatalog.MinHostVersion, have)
+				c.errorf(c.ptr(p, k), CodeMinHostVersion, "this uses %s, a feature of host %s: set min_host_version to %s or later (it is %s)", uicatalog.FeatureCapabilitySchemas, uicatalog.MinHostVersion, uicatalog.MinHostVersion, have)
 			}
 		}
 	}

@@ -75,14 +75,14 @@ func (u *ui) node(path string, v any, depth int, parent string, sc scope) {
 		switch {
 		case repeat:
 			if n != 1 {
-				u.errorf(cp, CodeTemplateChild, "a %s with items_source has exactly one child, the template drawn for each entry; it has %d", typ, n)
+				u.errorf(cp, CodeTemplateChild, "%s with items_source has exactly one child, the template drawn for each entry; it has %d", article(typ), n)
 			}
 		case nt.Children == uicatalog.ChildrenNone && n > 0:
-			u.errorf(cp, CodeChildrenNotAllowed, "a %s has no children; it has %d", typ, n)
+			u.errorf(cp, CodeChildrenNotAllowed, "%s has no children; it has %d", article(typ), n)
 		case nt.Children == uicatalog.ChildrenOne && n != 1:
-			u.errorf(cp, CodeSingleChild, "a %s has exactly one child; it has %d", typ, n)
+			u.errorf(cp, CodeSingleChild, "%s has exactly one child; it has %d", article(typ), n)
 		case nt.Children == uicatalog.ChildrenAtLeastOne && n == 0:
-			u.errorf(cp, CodeMissingChild, "a %s has at least one child; it has none", typ)
+			u.errorf(cp, CodeMissingChild, "%s has at least one child; it has none", article(typ))
 		}
 	}
 	for i, k := range kids {
@@ -158,7 +158,7 @@ func (u *ui) props(path string, nt *uicatalog.NodeType, pm *object, sc scope) (b
 			present[i], values[i] = true, v
 			continue
 		}
-		u.warnf(u.pkey(pp, k), CodeUnknownProp, "a %s has no prop %q; the host ignores it (props of %s: %s)", nt.Type, k, nt.Type, nodePropNames(nt))
+		u.warnf(u.pkey(pp, k), CodeUnknownProp, "%s has no prop %q; the host ignores it (props of %s: %s)", article(nt.Type), k, nt.Type, nodePropNames(nt))
 		if def := rangedProps()[k]; def != nil {
 			u.value(u.pkey(pp, k), def, v, sc)
 		}
@@ -168,7 +168,7 @@ func (u *ui) props(path string, nt *uicatalog.NodeType, pm *object, sc scope) (b
 	for i, p := range info.props {
 		if !present[i] {
 			if p.Required {
-				u.errorf(u.pkey(pp, p.Name), CodeRequired, "a %s needs %s: %s", nt.Type, p.Name, p.Doc)
+				u.errorf(u.pkey(pp, p.Name), CodeRequired, "%s needs %s: %s", article(nt.Type), p.Name, p.Doc)
 			}
 			continue
 		}
@@ -284,21 +284,21 @@ func (u *ui) constraints(pp string, nt *uicatalog.NodeType, info *nodeInfo, pres
 		switch k.Kind {
 		case uicatalog.AtLeastOneOf:
 			if n == 0 {
-				u.errorf(pp, k.Code, "a %s needs at least one of %s", nt.Type, names())
+				u.errorf(pp, k.Code, "%s needs at least one of %s", article(nt.Type), names())
 			}
 		case uicatalog.AtMostOneOf:
 			if n > 1 {
-				u.errorf(u.pkey(pp, info.props[second].Name), k.Code, "a %s takes at most one of %s; it has %s", nt.Type, names(), both())
+				u.errorf(u.pkey(pp, info.props[second].Name), k.Code, "%s takes at most one of %s; it has %s", article(nt.Type), names(), both())
 			}
 		case uicatalog.ExactlyOneOf:
 			if n == 0 {
-				u.errorf(pp, k.Code, "a %s needs exactly one of %s; it has none", nt.Type, names())
+				u.errorf(pp, k.Code, "%s needs exactly one of %s; it has none", article(nt.Type), names())
 			} else if n > 1 {
-				u.errorf(u.pkey(pp, info.props[second].Name), k.Code, "a %s takes exactly one of %s; it has %s", nt.Type, names(), both())
+				u.errorf(u.pkey(pp, info.props[second].Name), k.Code, "%s takes exactly one of %s; it has %s", article(nt.Type), names(), both())
 			}
 		case uicatalog.Requires:
 			if present[idx[0]] && !present[idx[1]] {
-				u.errorf(u.pkey(pp, k.Props[1]), k.Code, "a %s with %s needs %s too", nt.Type, k.Props[0], k.Props[1])
+				u.errorf(u.pkey(pp, k.Props[1]), k.Code, "%s with %s needs %s too", article(nt.Type), k.Props[0], k.Props[1])
 			}
 		case uicatalog.Ordered:
 			if !present[idx[0]] || !present[idx[1]] {

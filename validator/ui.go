@@ -370,7 +370,7 @@ func (u *ui) minHostVersion() {
 		have = u.m.MinHostVersion
 	}
 	for _, f := range u.firstUses() {
-		u.errorf(f.path, CodeMinHostVersion, "%s need min_host_version %s or later in manifest.json; it is %s", f.feature, uicatalog.MinHostVersion, have)
+		u.errorf(f.path, CodeMinHostVersion, "this uses %s, a feature of host %s: set min_host_version to %s or later in manifest.json (it is %s)", f.feature, uicatalog.MinHostVersion, uicatalog.MinHostVersion, have)
 	}
 }
 
@@ -419,6 +419,14 @@ func (u *ui) initialState(path string, v any) {
 		}
 		u.jsonLimits(kp, val, 0)
 	}
+}
+
+// article puts "a" or "an" before a node or action type.
+func article(typ string) string {
+	if typ != "" && strings.ContainsRune("aeiou", rune(typ[0])) {
+		return "an " + typ
+	}
+	return "a " + typ
 }
 
 // isStateKey: a letter, then letters, digits, underscores (spec,
