@@ -142,8 +142,10 @@ type ui struct {
 	// routeKnown is false when they cannot be known (CheckUIConfig alone).
 	routeParams map[string]bool
 	routeKnown  bool
-	// features records where each feature that needs min_host_version is used.
+	// features records where each feature that needs min_host_version is used;
+	// hostOK: the manifest's min_host_version has them all.
 	features []featureUse
+	hostOK   bool
 	// counters of the config-wide limits
 	nodes       int
 	extraNode   string
@@ -177,6 +179,7 @@ func newUI(m *models.Manifest, extensionID string) *ui {
 		u.caps[id] = t
 	}
 	if m != nil {
+		u.hostOK = versionAtLeast(m.MinHostVersion, uicatalog.MinHostVersion)
 		for _, c := range m.Capabilities {
 			if _, isTool := storageTools[c.ID]; isTool {
 				continue
@@ -335,8 +338,12 @@ func (u *ui) inferredPoint(m *object) string {
 	return PointScreen
 }
 
-// use records a feature that needs min_host_version.
+// use records a feature that needs min_host_version, unless the manifest
+// already asks for a host that has every feature.
 func (u *ui) use(feature, path string) {
+	if u.m != nil && u.hostOK {
+		return
+	}
 	u.features = append(u.features, featureUse{feature, path})
 }
 
@@ -362,7 +369,7 @@ func (u *ui) minHostVersion() {
 		}
 		return
 	}
-	if versionAtLeast(u.m.MinHostVersion, uicatalog.MinHostVersion) {
+	if u.hostOK {
 		return
 	}
 	have := "none"
