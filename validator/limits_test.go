@@ -212,14 +212,6 @@ type limitCase struct {
 
 var st = obj{"initial_state": obj{"k": 0}}
 
-func withState(top obj) obj {
-	out := obj{"initial_state": obj{"k": 0}}
-	for k, v := range top {
-		out[k] = v
-	}
-	return out
-}
-
 // limitCases are every limit of the specification at the limit (valid) and
 // one past it (the exact error).
 func limitCases() []limitCase {
