@@ -4,7 +4,15 @@ import (
 	"strings"
 
 	"pluginhost/models"
+	"pluginhost/uicatalog"
 )
+
+// CodeMinHostVersion: a feature that needs min_host_version 1.7.12 is used
+// while the manifest asks for an older host (or none).
+const CodeMinHostVersion = "min_host_version"
+
+// CodeConfigPath: an extension's config is not at ui/<extension>.json.
+const CodeConfigPath = "config_path"
 
 // Capability kinds and extension points of the contract.
 var (
@@ -12,39 +20,56 @@ var (
 	extensionPoints = []string{"screen", "home", "response"}
 )
 
-// capabilities checks the capabilities array.
-func (c *checker) capabilities(v any) {
+// capabilities checks the capabilities array. minHost is the manifest's
+// min_host_version: capability schemas need 1.7.12 or later.
+func (c *checker) capabilities(v any, minHost string) {
 	a, ok := c.array("/capabilities", v)
 	if !ok {
 		return
 	}
+	versionReported := false
 	ids := map[string]bool{}
 	for i, e := range a {
-		p := ptr("/capabilities", i)
+		p := c.ptr("/capabilities", i)
 		m := c.object(p, e, "id", "kind", "description", "input_schema", "output_schema")
 		if m == nil {
 			continue
 		}
-		if iv, ok := m["id"]; !ok {
-			c.errorf(ptr(p, "id"), CodeRequired, "capability id is required")
-		} else if id, ok := c.str(ptr(p, "id"), iv); ok {
+		if iv, ok := m.get("id"); !ok {
+			c.errorf(c.ptr(p, "id"), CodeRequired, "capability id is required")
+		} else if id, ok := c.str(c.ptr(p, "id"), iv); ok {
 			switch {
 			case !models.IsDottedIdentifier(id):
-				c.errorf(ptr(p, "id"), CodeFormat, "%q is not a capability id: safe identifiers joined by dots, such as weather.lookup", id)
+				c.errorf(c.ptr(p, "id"), CodeFormat, "%q is not a capability id: safe identifiers joined by dots, such as weather.lookup", id)
 			case strings.HasPrefix(id, "host."):
-				c.errorf(ptr(p, "id"), CodeFormat, "%q: capability ids under host. are provided by the host", id)
+				c.errorf(c.ptr(p, "id"), CodeFormat, "%q: capability ids under host. are provided by the host", id)
 			case ids[id]:
-				c.errorf(ptr(p, "id"), CodeDuplicate, "capability %q is declared more than once", id)
+				c.errorf(c.ptr(p, "id"), CodeDuplicate, "capability %q is declared more than once", id)
 			}
 			ids[id] = true
 		}
-		if kv, ok := m["kind"]; !ok {
-			c.errorf(ptr(p, "kind"), CodeRequired, "kind is required: %s", strings.Join(capabilityKinds, ", "))
+		if kv, ok := m.get("kind"); !ok {
+			c.errorf(c.ptr(p, "kind"), CodeRequired, "kind is required: %s", strings.Join(capabilityKinds, ", "))
 		} else {
-			c.enum(ptr(p, "kind"), kv, capabilityKinds...)
+			c.enum(c.ptr(p, "kind"), kv, capabilityKinds...)
 		}
-		if dv, ok := m["description"]; ok {
-			c.str(ptr(p, "description"), dv)
+		if dv, ok := m.get("description"); ok {
+			c.str(c.ptr(p, "description"), dv)
+		}
+		for _, k := range []string{"input_schema", "output_schema"} {
+			sv, ok := m.get(k)
+			if !ok {
+				continue
+			}
+			c.checkSchema(c.ptr(p, k), sv, "object")
+			if !versionReported && !versionAtLeast(minHost, uicatalog.MinHostVersion) {
+				versionReported = true
+				have := minHost
+				if have == "" {
+					have = "not set"
+				}
+				c.errorf(c.ptr(p, k), CodeMinHostVersion, "this uses %s, a feature of host %s: set min_host_version to %s or later (it is %s)", uicatalog.FeatureCapabilitySchemas, uicatalog.MinHostVersion, uicatalog.MinHostVersion, have)
+			}
 		}
 	}
 }
@@ -57,31 +82,54 @@ func (c *checker) extensions(v any) {
 	}
 	ids := map[string]bool{}
 	for i, e := range a {
-		p := ptr("/extensions", i)
+		p := c.ptr("/extensions", i)
 		m := c.object(p, e, "id", "point", "config")
 		if m == nil {
 			continue
 		}
-		if iv, ok := m["id"]; !ok {
-			c.errorf(ptr(p, "id"), CodeRequired, "extension id is required")
-		} else if id, ok := c.str(ptr(p, "id"), iv); ok {
+		if iv, ok := m.get("id"); !ok {
+			c.errorf(c.ptr(p, "id"), CodeRequired, "extension id is required")
+		} else if id, ok := c.str(c.ptr(p, "id"), iv); ok {
 			switch {
 			case !models.IsSafeIdentifier(id):
-				c.errorf(ptr(p, "id"), CodeFormat, "%q is not a safe identifier", id)
+				c.errorf(c.ptr(p, "id"), CodeFormat, "%q is not a safe identifier", id)
 			case ids[id]:
-				c.errorf(ptr(p, "id"), CodeDuplicate, "extension %q is declared more than once", id)
+				c.errorf(c.ptr(p, "id"), CodeDuplicate, "extension %q is declared more than once", id)
 			}
 			ids[id] = true
 		}
-		if pv, ok := m["point"]; !ok {
-			c.errorf(ptr(p, "point"), CodeRequired, "point is required: %s", strings.Join(extensionPoints, ", "))
+		if pv, ok := m.get("point"); !ok {
+			c.errorf(c.ptr(p, "point"), CodeRequired, "point is required: %s", strings.Join(extensionPoints, ", "))
 		} else {
-			c.enum(ptr(p, "point"), pv, extensionPoints...)
+			c.enum(c.ptr(p, "point"), pv, extensionPoints...)
 		}
-		if cv, ok := m["config"]; ok {
-			if s, ok := c.str(ptr(p, "config"), cv); ok && !strings.HasPrefix(s, "ui/") {
-				c.errorf(ptr(p, "config"), CodeFormat, "%q: a UI config lives at ui/<extension>.json", s)
+		if cv, ok := m.get("config"); ok {
+			if s, ok := c.str(c.ptr(p, "config"), cv); ok {
+				c.configPath(c.ptr(p, "config"), s, m.val("id"))
 			}
+		}
+	}
+}
+
+// configPath checks the path of an extension's UI config: a .json file under
+// ui/, named after the extension by convention.
+func (c *checker) configPath(path, s string, id any) {
+	clean := true
+	for _, seg := range strings.Split(s, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			clean = false
+		}
+	}
+	switch {
+	case !strings.HasPrefix(s, "ui/"):
+		c.errorf(path, CodeFormat, "%q: a UI config lives under ui/, as ui/<extension>.json", s)
+	case !clean || strings.ContainsAny(s, "\\:"):
+		c.errorf(path, CodeFormat, "%q is not a clean relative path: no empty, . or .. segments, backslashes or colons", s)
+	case !strings.HasSuffix(s, ".json"):
+		c.errorf(path, CodeFormat, "%q: a UI config is a .json file", s)
+	default:
+		if ids, ok := id.(string); ok && s != "ui/"+ids+".json" {
+			c.warnf(path, CodeConfigPath, "%q: by convention the config of extension %q is ui/%s.json", s, ids, ids)
 		}
 	}
 }

@@ -17,6 +17,7 @@ const (
 	CodeMigrationStep      = "migration_step"
 	CodeUnknownNamespace   = "unknown_namespace"
 	CodeInvalidKey         = "invalid_key"
+	CodeMigrationEmpty     = "migration_empty"
 )
 
 // MaxManifestBytes bounds the size of manifest.json.
@@ -48,7 +49,7 @@ func CheckManifest(data []byte) (*models.Manifest, *Report) {
 		return nil, c.report(nil)
 	}
 	c.manifest(doc.root)
-	r := c.report(doc.order)
+	r := c.finish(doc)
 	if !ok || !r.Valid {
 		r.Valid = false
 		return nil, r
@@ -57,7 +58,7 @@ func CheckManifest(data []byte) (*models.Manifest, *Report) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		// The checks above accept only documents of the manifest's shape.
 		c.errorf("", CodeType, "manifest does not decode: %v", err)
-		return nil, c.report(doc.order)
+		return nil, c.finish(doc)
 	}
 	return &m, r
 }
@@ -67,51 +68,54 @@ func (c *checker) manifest(root any) {
 	if m == nil {
 		return
 	}
-	if v, ok := m["id"]; !ok {
+	if v, ok := m.get("id"); !ok {
 		c.errorf("/id", CodeRequired, "id is required: the plugin id, for example com.example.notes")
 	} else if s, ok := c.str("/id", v); ok && !models.IsDottedIdentifier(s) {
 		c.errorf("/id", CodeFormat, "%q is not a plugin id: lower-case safe identifiers (a letter, then letters, digits, _) joined by dots, at most 128 characters", s)
 	}
-	if v, ok := m["name"]; !ok {
+	if v, ok := m.get("name"); !ok {
 		c.errorf("/name", CodeRequired, "name is required")
 	} else if s, ok := c.str("/name", v); ok && (strings.TrimSpace(s) == "" || len([]rune(s)) > 100) {
 		c.errorf("/name", CodeFormat, "name must have 1 to 100 characters")
 	}
-	if v, ok := m["description"]; ok {
+	if v, ok := m.get("description"); ok {
 		if s, ok := c.str("/description", v); ok && len([]rune(s)) > 2000 {
 			c.errorf("/description", CodeFormat, "description has at most 2000 characters")
 		}
 	}
-	if v, ok := m["version"]; !ok {
+	if v, ok := m.get("version"); !ok {
 		c.errorf("/version", CodeRequired, "version is required: a semantic version such as 1.0.0")
 	} else if s, ok := c.str("/version", v); ok && !versionPattern.MatchString(s) {
 		c.errorf("/version", CodeFormat, "%q is not a semantic version MAJOR.MINOR.PATCH (optionally -prerelease)", s)
 	}
-	if v, ok := m["min_host_version"]; ok {
+	minHost := ""
+	if v, ok := m.get("min_host_version"); ok {
 		if s, ok := c.str("/min_host_version", v); ok && !versionPattern.MatchString(s) {
 			c.errorf("/min_host_version", CodeFormat, "%q is not a semantic version such as 1.7.12", s)
+		} else {
+			minHost = s
 		}
 	}
 	schema := int64(0)
-	if v, ok := m["schema_version"]; !ok {
+	if v, ok := m.get("schema_version"); !ok {
 		c.errorf("/schema_version", CodeRequired, "schema_version is required: 2 (1 only for legacy plugins)")
 	} else if n, ok := c.integer("/schema_version", v, 1, 2); ok {
 		schema = n
 	}
 	perms := c.permissions(m)
 	c.storage(m, schema, perms)
-	if v, ok := m["capabilities"]; ok {
-		c.capabilities(v)
+	if v, ok := m.get("capabilities"); ok {
+		c.capabilities(v, minHost)
 	}
-	if v, ok := m["extensions"]; ok {
+	if v, ok := m.get("extensions"); ok {
 		c.extensions(v)
 	}
 }
 
 // permissions checks the permission list and returns the requested names.
-func (c *checker) permissions(m map[string]any) map[string]bool {
+func (c *checker) permissions(m *object) map[string]bool {
 	perms := map[string]bool{}
-	v, ok := m["permissions"]
+	v, ok := m.get("permissions")
 	if !ok {
 		return perms
 	}
@@ -120,7 +124,7 @@ func (c *checker) permissions(m map[string]any) map[string]bool {
 		return perms
 	}
 	for i, e := range a {
-		p := ptr("/permissions", i)
+		p := c.ptr("/permissions", i)
 		s, ok := c.enum(p, e, knownPermissions...)
 		if !ok {
 			continue
@@ -135,10 +139,10 @@ func (c *checker) permissions(m map[string]any) map[string]bool {
 
 // storage checks data_policy and the storage declaration against the rules of
 // the manifest table.
-func (c *checker) storage(m map[string]any, schema int64, perms map[string]bool) {
-	decl, declared := m["storage"]
+func (c *checker) storage(m *object, schema int64, perms map[string]bool) {
+	decl, declared := m.get("storage")
 	usesStorage := declared || perms[models.PermissionStorage]
-	if v, ok := m["data_policy"]; ok {
+	if v, ok := m.get("data_policy"); ok {
 		c.enum("/data_policy", v, models.DataPolicyRetain, models.DataPolicyPurge)
 	} else if declared {
 		c.errorf("/data_policy", CodeRequired, "data_policy is required with a storage declaration: retain or purge")
@@ -163,7 +167,7 @@ func (c *checker) storage(m map[string]any, schema int64, perms map[string]bool)
 		return
 	}
 	version := int64(0)
-	if v, ok := s["version"]; !ok {
+	if v, ok := s.get("version"); !ok {
 		c.errorf("/storage/version", CodeRequired, "storage.version is required: an integer from %d to %d", models.MinStorageVersion, models.MaxStorageVersion)
 	} else if n, ok := c.integer("/storage/version", v, models.MinStorageVersion, models.MaxStorageVersion); ok {
 		version = n
@@ -173,9 +177,9 @@ func (c *checker) storage(m map[string]any, schema int64, perms map[string]bool)
 }
 
 // namespaces checks storage.namespaces and returns the declared ids.
-func (c *checker) namespaces(s map[string]any, perms map[string]bool) map[string]bool {
+func (c *checker) namespaces(s *object, perms map[string]bool) map[string]bool {
 	ids := map[string]bool{}
-	v, ok := s["namespaces"]
+	v, ok := s.get("namespaces")
 	if !ok {
 		c.errorf("/storage/namespaces", CodeRequired, "storage.namespaces is required: 1 to %d namespaces", models.MaxNamespaces)
 		return ids
@@ -185,33 +189,33 @@ func (c *checker) namespaces(s map[string]any, perms map[string]bool) map[string
 		return ids
 	}
 	if len(a) < 1 || len(a) > models.MaxNamespaces {
-		c.errorf("/storage/namespaces", CodeCount, "has %d namespaces; 1 to %d are allowed", len(a), models.MaxNamespaces)
+		c.errorf("/storage/namespaces", CodeCount, "storage.namespaces has %d namespaces; 1 to %d are allowed", len(a), models.MaxNamespaces)
 	}
 	total := int64(0)
 	for i, e := range a {
-		p := ptr("/storage/namespaces", i)
+		p := c.ptr("/storage/namespaces", i)
 		n := c.object(p, e, "id", "max_bytes", "ai_access")
 		if n == nil {
 			continue
 		}
-		if v, ok := n["id"]; !ok {
-			c.errorf(ptr(p, "id"), CodeRequired, "namespace id is required")
-		} else if id, ok := c.str(ptr(p, "id"), v); ok {
+		if v, ok := n.get("id"); !ok {
+			c.errorf(c.ptr(p, "id"), CodeRequired, "namespace id is required")
+		} else if id, ok := c.str(c.ptr(p, "id"), v); ok {
 			switch {
 			case !models.IsSafeIdentifier(id):
-				c.errorf(ptr(p, "id"), CodeFormat, "%q is not a safe identifier: a lower-case letter, then lower-case letters, digits or _, at most 64 characters", id)
+				c.errorf(c.ptr(p, "id"), CodeFormat, "%q is not a safe identifier: a lower-case letter, then lower-case letters, digits or _, at most 64 characters", id)
 			case ids[id]:
-				c.errorf(ptr(p, "id"), CodeDuplicate, "namespace %q is declared more than once", id)
+				c.errorf(c.ptr(p, "id"), CodeDuplicate, "namespace %q is declared more than once", id)
 			}
 			ids[id] = true
 		}
-		if v, ok := n["max_bytes"]; !ok {
-			c.errorf(ptr(p, "max_bytes"), CodeRequired, "max_bytes is required: 1 to %d bytes", models.MaxNamespaceBytes)
-		} else if b, ok := c.integer(ptr(p, "max_bytes"), v, 1, models.MaxNamespaceBytes); ok {
+		if v, ok := n.get("max_bytes"); !ok {
+			c.errorf(c.ptr(p, "max_bytes"), CodeRequired, "max_bytes is required: 1 to %d bytes", models.MaxNamespaceBytes)
+		} else if b, ok := c.integer(c.ptr(p, "max_bytes"), v, 1, models.MaxNamespaceBytes); ok {
 			total += b
 		}
-		if v, ok := n["ai_access"]; ok {
-			if acc, ok := c.enum(ptr(p, "ai_access"), v, models.AIAccessNone, models.AIAccessRead, models.AIAccessReadWrite); ok &&
+		if v, ok := n.get("ai_access"); ok {
+			if acc, ok := c.enum(c.ptr(p, "ai_access"), v, models.AIAccessNone, models.AIAccessRead, models.AIAccessReadWrite); ok &&
 				acc != models.AIAccessNone && !perms[models.PermissionAIStorage] {
 				c.errorf("/permissions", CodePermissionRequired, "namespace %d has ai_access %q, which requires the ai_storage permission", i, acc)
 			}
@@ -224,8 +228,8 @@ func (c *checker) namespaces(s map[string]any, perms map[string]bool) map[string
 }
 
 // migrations checks storage.migrations.
-func (c *checker) migrations(s map[string]any, version int64, namespaces map[string]bool) {
-	v, ok := s["migrations"]
+func (c *checker) migrations(s *object, version int64, namespaces map[string]bool) {
+	v, ok := s.get("migrations")
 	if !ok {
 		return
 	}
@@ -234,23 +238,23 @@ func (c *checker) migrations(s map[string]any, version int64, namespaces map[str
 		return
 	}
 	if len(a) > models.MaxMigrations {
-		c.errorf("/storage/migrations", CodeCount, "has %d migrations; at most %d are allowed", len(a), models.MaxMigrations)
+		c.errorf("/storage/migrations", CodeCount, "storage.migrations has %d migrations; at most %d are allowed", len(a), models.MaxMigrations)
 	}
 	seen := map[string]int{}
 	for i, e := range a {
-		p := ptr("/storage/migrations", i)
+		p := c.ptr("/storage/migrations", i)
 		mg := c.object(p, e, "from", "to", "namespace", "rename", "delete")
 		if mg == nil {
 			continue
 		}
 		from, to := int64(0), int64(0)
 		for _, f := range []string{"from", "to"} {
-			fv, ok := mg[f]
+			fv, ok := mg.get(f)
 			if !ok {
-				c.errorf(ptr(p, f), CodeRequired, "%s is required: a storage version from %d to %d", f, models.MinStorageVersion, models.MaxStorageVersion)
+				c.errorf(c.ptr(p, f), CodeRequired, "%s is required: a storage version from %d to %d", f, models.MinStorageVersion, models.MaxStorageVersion)
 				continue
 			}
-			if n, ok := c.integer(ptr(p, f), fv, models.MinStorageVersion, models.MaxStorageVersion); ok {
+			if n, ok := c.integer(c.ptr(p, f), fv, models.MinStorageVersion, models.MaxStorageVersion); ok {
 				if f == "from" {
 					from = n
 				} else {
@@ -259,18 +263,18 @@ func (c *checker) migrations(s map[string]any, version int64, namespaces map[str
 			}
 		}
 		if from != 0 && to != 0 && to != from+1 {
-			c.errorf(ptr(p, "to"), CodeMigrationStep, "migrates from %d to %d; a migration advances one step at a time (to must be %d)", from, to, from+1)
+			c.errorf(c.ptr(p, "to"), CodeMigrationStep, "migrates from %d to %d; a migration advances one step at a time (to must be %d)", from, to, from+1)
 		}
 		if to != 0 && version != 0 && to > version {
-			c.errorf(ptr(p, "to"), CodeMigrationStep, "migrates to %d, beyond storage.version %d", to, version)
+			c.errorf(c.ptr(p, "to"), CodeMigrationStep, "migrates to %d, beyond storage.version %d", to, version)
 		}
 		ns := ""
-		if nv, ok := mg["namespace"]; !ok {
-			c.errorf(ptr(p, "namespace"), CodeRequired, "namespace is required: a namespace declared in storage.namespaces")
-		} else if s, ok := c.str(ptr(p, "namespace"), nv); ok {
+		if nv, ok := mg.get("namespace"); !ok {
+			c.errorf(c.ptr(p, "namespace"), CodeRequired, "namespace is required: a namespace declared in storage.namespaces")
+		} else if s, ok := c.str(c.ptr(p, "namespace"), nv); ok {
 			ns = s
 			if !namespaces[s] {
-				c.errorf(ptr(p, "namespace"), CodeUnknownNamespace, "namespace %q is not declared in storage.namespaces", s)
+				c.errorf(c.ptr(p, "namespace"), CodeUnknownNamespace, "namespace %q is not declared in storage.namespaces", s)
 			}
 		}
 		if from != 0 && ns != "" {
@@ -283,33 +287,34 @@ func (c *checker) migrations(s map[string]any, version int64, namespaces map[str
 		}
 		renamed := c.migrationRename(p, mg)
 		c.migrationDelete(p, mg, renamed)
-		if _, hasR := mg["rename"]; !hasR {
-			if _, hasD := mg["delete"]; !hasD {
-				c.warnf(p, "migration_empty", "this migration neither renames nor deletes a key")
+		if _, hasR := mg.get("rename"); !hasR {
+			if _, hasD := mg.get("delete"); !hasD {
+				c.warnf(p, CodeMigrationEmpty, "this migration neither renames nor deletes a key")
 			}
 		}
 	}
 }
 
 // migrationRename checks a rename map and returns its old keys.
-func (c *checker) migrationRename(p string, mg map[string]any) map[string]bool {
+func (c *checker) migrationRename(p string, mg *object) map[string]bool {
 	olds := map[string]bool{}
-	rv, ok := mg["rename"]
+	rv, ok := mg.get("rename")
 	if !ok {
 		return olds
 	}
-	r := c.object(ptr(p, "rename"), rv)
+	r := c.object(c.ptr(p, "rename"), rv)
 	if r == nil {
 		return olds
 	}
 	targets := map[string]string{}
-	for _, old := range sortedKeys(r) {
-		kp := ptr(p, "rename", old)
+	for _, mb := range r.list() {
+		old := mb.key
+		kp := c.ptr(p, "rename", old)
 		olds[old] = true
 		if err := models.ValidateKey(old); err != nil {
 			c.errorf(kp, CodeInvalidKey, "old key: %s", models.ErrorMessage(err))
 		}
-		nw, ok := c.str(kp, r[old])
+		nw, ok := c.str(kp, r.val(old))
 		if !ok {
 			continue
 		}
@@ -329,18 +334,18 @@ func (c *checker) migrationRename(p string, mg map[string]any) map[string]bool {
 }
 
 // migrationDelete checks a delete list.
-func (c *checker) migrationDelete(p string, mg map[string]any, renamed map[string]bool) {
-	dv, ok := mg["delete"]
+func (c *checker) migrationDelete(p string, mg *object, renamed map[string]bool) {
+	dv, ok := mg.get("delete")
 	if !ok {
 		return
 	}
-	d, ok := c.array(ptr(p, "delete"), dv)
+	d, ok := c.array(c.ptr(p, "delete"), dv)
 	if !ok {
 		return
 	}
 	seen := map[string]bool{}
 	for j, e := range d {
-		kp := ptr(p, "delete", j)
+		kp := c.ptr(p, "delete", j)
 		k, ok := c.str(kp, e)
 		if !ok {
 			continue

@@ -65,17 +65,63 @@ func (r *Report) Merge(file string, o *Report) {
 }
 
 // checker collects problems while walking a document.
+//
+// A quiet checker only notes whether there is any problem: it builds no JSON
+// Pointer and no message. Most configs are valid, so a check first runs
+// quietly and is repeated in full only when it found something.
 type checker struct {
 	errs  []models.Problem
 	warns []models.Problem
+	quiet bool
+	found bool
 }
 
 func (c *checker) errorf(path, code, format string, args ...any) {
+	if c.quiet {
+		c.found = true
+		return
+	}
 	c.errs = append(c.errs, models.Problem{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
 }
 
 func (c *checker) warnf(path, code, format string, args ...any) {
+	if c.quiet {
+		c.found = true
+		return
+	}
 	c.warns = append(c.warns, models.Problem{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+// ptr, pkey and pidx build JSON Pointers, except in a quiet check.
+func (c *checker) ptr(base string, tokens ...any) string {
+	if c.quiet {
+		return ""
+	}
+	return ptr(base, tokens...)
+}
+
+func (c *checker) pkey(base, k string) string {
+	if c.quiet {
+		return ""
+	}
+	return pkey(base, k)
+}
+
+func (c *checker) pidx(base string, i int) string {
+	if c.quiet {
+		return ""
+	}
+	return pidx(base, i)
+}
+
+// finish returns the report of a checked document. The document's positions
+// are computed only when there are problems to put in order.
+func (c *checker) finish(doc *document) *Report {
+	var order map[string]int
+	if len(c.errs)+len(c.warns) > 0 {
+		order = doc.order()
+	}
+	return c.report(order)
 }
 
 // report returns the problems sorted into document order by their position.
@@ -96,23 +142,43 @@ func (c *checker) report(order map[string]int) *Report {
 // nearest ancestor that was seen while decoding), keeping the order of
 // discovery among problems at the same place.
 func sortProblems(ps []models.Problem, order map[string]int) {
-	pos := func(p string) int {
-		for {
-			if n, ok := order[p]; ok {
-				return n
-			}
-			i := strings.LastIndexByte(p, '/')
-			if i < 0 {
-				return -1
-			}
-			p = p[:i]
+	if len(ps) < 2 || order == nil {
+		return
+	}
+	pos := make(map[string]int, len(ps))
+	for _, p := range ps {
+		if _, ok := pos[p.Path]; !ok {
+			pos[p.Path] = position(p.Path, order)
 		}
 	}
-	sort.SliceStable(ps, func(i, j int) bool { return pos(ps[i].Path) < pos(ps[j].Path) })
+	sort.SliceStable(ps, func(i, j int) bool { return pos[ps[i].Path] < pos[ps[j].Path] })
+}
+
+// position is the document position of the path, or of its nearest ancestor
+// that exists in the document.
+func position(p string, order map[string]int) int {
+	for {
+		if n, ok := order[p]; ok {
+			return n
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return -1
+		}
+		p = p[:i]
+	}
 }
 
 // ptr appends reference tokens to a JSON Pointer, escaping ~ and /.
 func ptr(base string, tokens ...any) string {
+	if len(tokens) == 1 {
+		switch v := tokens[0].(type) {
+		case string:
+			return pkey(base, v)
+		case int:
+			return pidx(base, v)
+		}
+	}
 	var b strings.Builder
 	b.WriteString(base)
 	for _, t := range tokens {
@@ -128,3 +194,14 @@ func ptr(base string, tokens ...any) string {
 	}
 	return b.String()
 }
+
+// key appends one member name to a JSON Pointer.
+func pkey(base, k string) string {
+	if strings.ContainsAny(k, "~/") {
+		k = strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+	}
+	return base + "/" + k
+}
+
+// index appends one array index to a JSON Pointer.
+func pidx(base string, i int) string { return base + "/" + strconv.Itoa(i) }

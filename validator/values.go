@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 )
 
@@ -33,7 +32,7 @@ func typeName(v any) string {
 		return "string"
 	case []any:
 		return "array"
-	case map[string]any:
+	case *object:
 		return "object"
 	}
 	return fmt.Sprintf("%T", v)
@@ -41,16 +40,18 @@ func typeName(v any) string {
 
 // object checks that v is an object whose members are all in allowed; unknown
 // members are reported. It returns the object, or nil when v is not one.
-func (c *checker) object(path string, v any, allowed ...string) map[string]any {
-	m, ok := v.(map[string]any)
+func (c *checker) object(path string, v any, allowed ...string) *object {
+	m, ok := v.(*object)
 	if !ok {
-		c.errorf(path, CodeType, "must be an object, not %s", typeName(v))
+		c.errorf(path, CodeType, "%s must be an object, not %s", subject(path), typeName(v))
 		return nil
 	}
 	if len(allowed) > 0 {
-		for _, k := range sortedKeys(m) {
-			if !contains(allowed, k) {
-				c.errorf(ptr(path, k), CodeUnknownField, "unknown field %q; allowed fields: %s", k, strings.Join(allowed, ", "))
+		// Problems are put in document order later; the map's order does not
+		// matter.
+		for _, mb := range m.list() {
+			if k := mb.key; !contains(allowed, k) {
+				c.errorf(c.ptr(path, k), CodeUnknownField, "unknown field %q; allowed fields: %s", k, strings.Join(allowed, ", "))
 			}
 		}
 	}
@@ -61,7 +62,7 @@ func (c *checker) object(path string, v any, allowed ...string) map[string]any {
 func (c *checker) array(path string, v any) ([]any, bool) {
 	a, ok := v.([]any)
 	if !ok {
-		c.errorf(path, CodeType, "must be an array, not %s", typeName(v))
+		c.errorf(path, CodeType, "%s must be an array, not %s", subject(path), typeName(v))
 	}
 	return a, ok
 }
@@ -70,7 +71,7 @@ func (c *checker) array(path string, v any) ([]any, bool) {
 func (c *checker) str(path string, v any) (string, bool) {
 	s, ok := v.(string)
 	if !ok {
-		c.errorf(path, CodeType, "must be a string, not %s", typeName(v))
+		c.errorf(path, CodeType, "%s must be a string, not %s", subject(path), typeName(v))
 	}
 	return s, ok
 }
@@ -79,7 +80,7 @@ func (c *checker) str(path string, v any) (string, bool) {
 func (c *checker) boolean(path string, v any) (bool, bool) {
 	b, ok := v.(bool)
 	if !ok {
-		c.errorf(path, CodeType, "must be a boolean, not %s", typeName(v))
+		c.errorf(path, CodeType, "%s must be a boolean, not %s", subject(path), typeName(v))
 	}
 	return b, ok
 }
@@ -88,16 +89,16 @@ func (c *checker) boolean(path string, v any) (bool, bool) {
 func (c *checker) number(path string, v any, lo, hi float64) (float64, bool) {
 	n, ok := v.(json.Number)
 	if !ok {
-		c.errorf(path, CodeType, "must be a number, not %s", typeName(v))
+		c.errorf(path, CodeType, "%s must be a number, not %s", subject(path), typeName(v))
 		return 0, false
 	}
 	f, err := n.Float64()
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		c.errorf(path, CodeRange, "must be a finite number from %s to %s", fmtNum(lo), fmtNum(hi))
+		c.errorf(path, CodeRange, "%s must be a finite number from %s to %s", subject(path), fmtNum(lo), fmtNum(hi))
 		return 0, false
 	}
 	if f < lo || f > hi {
-		c.errorf(path, CodeRange, "is %s; allowed range is %s to %s", n.String(), fmtNum(lo), fmtNum(hi))
+		c.errorf(path, CodeRange, "%s is %s; allowed range is %s to %s", subject(path), n.String(), fmtNum(lo), fmtNum(hi))
 		return f, false
 	}
 	return f, true
@@ -107,16 +108,16 @@ func (c *checker) number(path string, v any, lo, hi float64) (float64, bool) {
 func (c *checker) integer(path string, v any, lo, hi int64) (int64, bool) {
 	n, ok := v.(json.Number)
 	if !ok {
-		c.errorf(path, CodeType, "must be an integer, not %s", typeName(v))
+		c.errorf(path, CodeType, "%s must be an integer, not %s", subject(path), typeName(v))
 		return 0, false
 	}
 	f, err := n.Float64()
 	if err != nil || f != math.Trunc(f) || math.IsInf(f, 0) {
-		c.errorf(path, CodeType, "must be an integer, not %s", n.String())
+		c.errorf(path, CodeType, "%s must be an integer, not %s", subject(path), n.String())
 		return 0, false
 	}
 	if f < float64(lo) || f > float64(hi) {
-		c.errorf(path, CodeRange, "is %s; allowed range is %d to %d", n.String(), lo, hi)
+		c.errorf(path, CodeRange, "%s is %s; allowed range is %d to %d", subject(path), n.String(), lo, hi)
 		return int64(f), false
 	}
 	return int64(f), true
@@ -129,7 +130,7 @@ func (c *checker) enum(path string, v any, allowed ...string) (string, bool) {
 		return "", false
 	}
 	if !contains(allowed, s) {
-		c.errorf(path, CodeEnum, "is %q; allowed values: %s", s, strings.Join(allowed, ", "))
+		c.errorf(path, CodeEnum, "%s is %q; allowed values: %s", subject(path), s, strings.Join(allowed, ", "))
 		return s, false
 	}
 	return s, true
@@ -151,11 +152,16 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
+// subject names the value at path for a message: its member name, "entry N"
+// for an array entry, "the document" for the root.
+func subject(path string) string {
+	i := strings.LastIndexByte(path, '/')
+	if i < 0 {
+		return "the document"
 	}
-	sort.Strings(ks)
-	return ks
+	tok := strings.ReplaceAll(strings.ReplaceAll(path[i+1:], "~1", "/"), "~0", "~")
+	if tok != "" && strings.Trim(tok, "0123456789") == "" {
+		return "entry " + tok
+	}
+	return tok
 }

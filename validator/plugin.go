@@ -1,0 +1,156 @@
+package validator
+
+import (
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+
+	"pluginhost/models"
+)
+
+// Problem codes of plugin folders.
+const (
+	CodeMissingFile      = "missing_file"
+	CodeUnreferencedFile = "unreferenced_file"
+)
+
+// ManifestFile is the name of the manifest in a plugin folder.
+const ManifestFile = "manifest.json"
+
+// CheckPlugin validates a whole plugin folder, given as file path (relative,
+// with forward slashes) to content: manifest.json and the UI configs under
+// ui/. Every problem names its file. It checks the manifest, the config of
+// every extension (ui/<id>.json unless the extension names another file under
+// ui/) with the extension's point and with the route parameters that the
+// plugin's navigate actions pass to it, reports a missing config file, and
+// warns about files under ui/ that no extension uses.
+//
+// It returns the manifest when the whole folder is valid, nil otherwise. When
+// the manifest itself is invalid, the configs are still checked against what
+// could be read of it, so that every problem is reported at once.
+func CheckPlugin(files map[string][]byte) (*models.Manifest, *Report) {
+	r := &Report{Valid: true, Errors: []models.Problem{}, Warnings: []models.Problem{}}
+	raw, ok := files[ManifestFile]
+	if !ok {
+		r.Errors = append(r.Errors, models.Problem{File: ManifestFile, Path: "", Code: CodeMissingFile,
+			Message: "a plugin folder has manifest.json at its root"})
+		r.Valid = false
+		return nil, r
+	}
+	m, mr := CheckManifest(raw)
+	use := m
+	if use == nil {
+		use = ParseManifest(raw)
+	}
+	if use == nil {
+		r.Merge(ManifestFile, mr)
+		return nil, r
+	}
+
+	// Which file each extension uses; the manifest's own problems about them.
+	extra := &checker{}
+	type config struct {
+		ext  models.Extension
+		file string
+	}
+	var configs []config
+	referenced := map[string]bool{}
+	for i, e := range use.Extensions {
+		file := e.Config
+		at := ptr("/extensions", i, "config")
+		if file == "" {
+			file = "ui/" + e.ID + ".json"
+			at = ptr("/extensions", i)
+		}
+		if _, ok := files[file]; !ok {
+			extra.errorf(at, CodeMissingFile, "extension %q uses %s, which is not in the plugin folder", e.ID, file)
+			continue
+		}
+		referenced[file] = true
+		configs = append(configs, config{e, file})
+	}
+	if len(extra.errs) > 0 {
+		mr.Errors = append(mr.Errors, extra.errs...)
+		doc, _ := decode(raw, &checker{})
+		sortProblems(mr.Errors, doc.order())
+		mr.Valid = false
+	}
+	r.Merge(ManifestFile, mr)
+
+	// The route parameters each extension receives.
+	params := map[string]map[string]bool{}
+	for _, cf := range configs {
+		if doc, _ := decode(files[cf.file], &checker{}); doc != nil {
+			navigateParams(doc.root, params)
+		}
+	}
+	for _, cf := range configs {
+		r.Merge(cf.file, checkUIConfig(files[cf.file], use, cf.ext.ID, true, params[cf.ext.ID]))
+	}
+
+	var names []string
+	for name := range files {
+		if strings.HasPrefix(name, "ui/") && !referenced[name] {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		r.Warnings = append(r.Warnings, models.Problem{File: name, Path: "", Code: CodeUnreferencedFile,
+			Message: "no extension of the manifest uses this file; it is packaged but never shown"})
+	}
+	r.Valid = len(r.Errors) == 0
+	if !r.Valid {
+		return nil, r
+	}
+	return m, r
+}
+
+// navigateParams records, for every navigate action in v, the parameters it
+// passes to its target.
+func navigateParams(v any, into map[string]map[string]bool) {
+	switch x := v.(type) {
+	case *object:
+		if t, _ := x.val("type").(string); t == "navigate" {
+			if target, ok := x.val("target").(string); ok {
+				set := into[target]
+				if set == nil {
+					set = map[string]bool{}
+					into[target] = set
+				}
+				if ps, ok := x.val("parameters").(*object); ok {
+					for _, mb := range ps.list() {
+						set[mb.key] = true
+					}
+				}
+			}
+		}
+		for _, mb := range x.list() {
+			navigateParams(mb.val, into)
+		}
+	case []any:
+		for _, e := range x {
+			navigateParams(e, into)
+		}
+	}
+}
+
+// ParseManifest reads manifest.json as far as it can without validating it,
+// for checking UI configs against a manifest that has problems of its own
+// (members of the wrong type are left empty). It returns nil when the text is
+// not a JSON object. Use CheckManifest to validate.
+func ParseManifest(data []byte) *models.Manifest {
+	if doc, _ := decode(data, &checker{}); doc == nil {
+		return nil
+	} else if _, ok := doc.root.(*object); !ok {
+		return nil
+	}
+	var m models.Manifest
+	err := json.Unmarshal(data, &m)
+	var typeErr *json.UnmarshalTypeError
+	if err != nil && !errors.As(err, &typeErr) {
+		return nil
+	}
+	return &m
+}
