@@ -362,25 +362,3 @@ func (c *checker) migrationDelete(p string, mg *object, renamed map[string]bool)
 		seen[k] = true
 	}
 }
-
-// CheckPlugin validates a whole plugin (manifest.json and its UI configs, by
-// path) and returns the manifest when everything is valid.
-func CheckPlugin(files map[string][]byte) (*models.Manifest, *Report) {
-	raw, ok := files["manifest.json"]
-	if !ok {
-		c := &checker{}
-		c.errorf("", CodeRequired, "the plugin has no manifest.json at its root")
-		r := c.report(nil)
-		for i := range r.Errors {
-			r.Errors[i].File = "manifest.json"
-		}
-		return nil, r
-	}
-	m, mr := CheckManifest(raw)
-	r := &Report{Errors: []models.Problem{}, Warnings: []models.Problem{}}
-	r.Merge("manifest.json", mr)
-	if !r.Valid {
-		return nil, r
-	}
-	return m, r
-}
