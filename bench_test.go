@@ -32,7 +32,7 @@ func BenchmarkStorageUpdate(b *testing.B) {
 	const clients = 32
 	backend := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + b.TempDir() + "/bench.db"}
 	ctx := context.Background()
-	a, err := newApp(ctx, config{dsn: backend.DSN}, slog.New(slog.DiscardHandler))
+	a, err := newApp(ctx, config{dsn: backend.DSN, dataDir: b.TempDir()}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}

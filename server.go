@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"pluginhost/aitools"
 	"pluginhost/auth"
 	"pluginhost/bundle"
 	"pluginhost/changes"
@@ -32,7 +33,9 @@ import (
 	"pluginhost/httpapi"
 	"pluginhost/lifecycle"
 	"pluginhost/migrations"
+	"pluginhost/models"
 	"pluginhost/resolvers"
+	"pluginhost/secret"
 	"pluginhost/storage"
 	"pluginhost/validator"
 )
@@ -40,15 +43,16 @@ import (
 const usage = `pluginhost hosts signed plugins.
 
 Usage:
-  pluginhost serve [--addr A] [--db DSN] [--redis URL] [--trusted-keys DIR] [--playground=false]
+  pluginhost serve [--addr A] [--db DSN] [--data-dir DIR] [--redis URL] [--trusted-keys DIR] [--playground=false]
   pluginhost token create --user NAME [--admin] [--db DSN]
   pluginhost keygen --out PREFIX
   pluginhost package --dir DIR --key PREFIX.key --out FILE
   pluginhost validate PATH [--json]
 
 Every flag has an environment twin: --addr PLUGINHOST_ADDR, --db PLUGINHOST_DB,
---redis PLUGINHOST_REDIS, --trusted-keys PLUGINHOST_TRUSTED_KEYS,
---log-level PLUGINHOST_LOG_LEVEL.
+--data-dir PLUGINHOST_DATA_DIR, --redis PLUGINHOST_REDIS, --trusted-keys
+PLUGINHOST_TRUSTED_KEYS, --log-level PLUGINHOST_LOG_LEVEL. The server's secret key
+is generated into the data folder, or taken from PLUGINHOST_SECRET_KEY.
 `
 
 func main() {
@@ -136,6 +140,7 @@ type app struct {
 
 type config struct {
 	dsn         string
+	dataDir     string
 	trustedKeys string
 	playground  bool
 }
@@ -158,6 +163,16 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		db.Close()
 		return nil, err
 	}
+	key, err := secret.Load("PLUGINHOST_SECRET_KEY", cfg.dataDir, "secret.key")
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("server secret: %w", err)
+	}
+	handles, err := aitools.NewHandles(key)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	bus := changes.NewBus()
 	authSvc := &auth.Service{DB: db}
 	store := &storage.Service{DB: db, Bus: bus, Log: log}
@@ -165,7 +180,8 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		store.StartBatching()
 	}
 	life := &lifecycle.Service{DB: db, Bus: bus, Storage: store, Log: log, TrustedKeys: trusted}
-	gql := httpapi.NewGraphQL(&resolvers.Resolver{Auth: authSvc, Lifecycle: life, Storage: store, Log: log}, log)
+	ai := &aitools.Service{DB: db, Storage: store, Handles: handles}
+	gql := httpapi.NewGraphQL(&resolvers.Resolver{Auth: authSvc, Lifecycle: life, Storage: store, AI: ai, Log: log}, log)
 	srv := &httpapi.Server{
 		Auth: authSvc, Storage: store, DB: db, GraphQL: gql, Playground: cfg.playground,
 		Metrics: httpapi.NewMetrics(), Log: log,
@@ -183,6 +199,7 @@ func serve(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", env("PLUGINHOST_ADDR", "127.0.0.1:8080"), "listen address")
 	dsn := fs.String("db", env("PLUGINHOST_DB", database.DefaultDSN), "database")
+	dataDir := fs.String("data-dir", env("PLUGINHOST_DATA_DIR", "./data"), "folder of the server's generated secrets")
 	redis := fs.String("redis", env("PLUGINHOST_REDIS", ""), "Redis URL for change events across replicas")
 	trustedKeys := fs.String("trusted-keys", env("PLUGINHOST_TRUSTED_KEYS", ""), "folder of trusted *.pub publisher keys")
 	play := fs.Bool("playground", env("PLUGINHOST_PLAYGROUND", "true") == "true", "serve GraphiQL at /playground for admins")
@@ -199,7 +216,7 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a, err := newApp(ctx, config{dsn: *dsn, trustedKeys: *trustedKeys, playground: *play}, log)
+	a, err := newApp(ctx, config{dsn: *dsn, dataDir: *dataDir, trustedKeys: *trustedKeys, playground: *play}, log)
 	if err != nil {
 		return err
 	}
@@ -329,6 +346,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		enc.Encode(report)
 	} else {
 		writeReport(stdout, report)
@@ -364,11 +382,38 @@ func validatePath(path string) (*validator.Report, error) {
 		_, r := validator.CheckPlugin(pkg.Files)
 		return r, nil
 	}
-	if filepath.Base(path) == "manifest.json" {
+	if isManifest(path, data) {
 		_, r := validator.CheckManifest(data)
 		return r, nil
 	}
-	return nil, fmt.Errorf("%s: validating a single UI config is not available in this build yet", path)
+	// One UI config: with its plugin's manifest when it sits in ui/ of a
+	// plugin folder, so that manifest-dependent rules are checked too.
+	dir := filepath.Dir(path)
+	var m *models.Manifest
+	extension := ""
+	if raw, err := os.ReadFile(filepath.Join(dir, "..", "manifest.json")); err == nil && filepath.Base(dir) == "ui" {
+		m = validator.ParseManifest(raw)
+		for _, e := range m.Extensions {
+			if e.Config == "ui/"+filepath.Base(path) {
+				extension = e.ID
+			}
+		}
+	}
+	return validator.CheckUIConfig(data, m, extension), nil
+}
+
+// isManifest tells a manifest from a UI config: by its name, else by its members.
+func isManifest(path string, data []byte) bool {
+	if filepath.Base(path) == "manifest.json" {
+		return true
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(data, &probe) != nil {
+		return false
+	}
+	_, ui := probe["ui_schema"]
+	_, schema := probe["schema_version"]
+	return schema && !ui
 }
 
 func writeReport(w io.Writer, r *validator.Report) {

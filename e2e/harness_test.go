@@ -103,7 +103,7 @@ var servingLine = regexp.MustCompile(`msg="pluginhost serving" addr=(\S+)`)
 // folder; it is stopped when the test ends.
 func Start(t testing.TB, dsn, keys string, extra ...string) *Server {
 	t.Helper()
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", dsn, "--trusted-keys", keys}, extra...)
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", dsn, "--trusted-keys", keys, "--data-dir", keys}, extra...)
 	cmd := exec.Command(binary, args...)
 	stderr, _ := cmd.StderrPipe()
 	s := &Server{DSN: dsn, Keys: keys, cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}

@@ -40,6 +40,40 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	AiNamespace struct {
+		Access func(childComplexity int) int
+		ID     func(childComplexity int) int
+	}
+
+	AiTool struct {
+		Capability func(childComplexity int) int
+		Handle     func(childComplexity int) int
+		InstanceID func(childComplexity int) int
+		Namespaces func(childComplexity int) int
+	}
+
+	AuditEntry struct {
+		Actor          func(childComplexity int) int
+		At             func(childComplexity int) int
+		Capability     func(childComplexity int) int
+		ID             func(childComplexity int) int
+		InstallationID func(childComplexity int) int
+		InstanceID     func(childComplexity int) int
+		Key            func(childComplexity int) int
+		Namespace      func(childComplexity int) int
+		Operation      func(childComplexity int) int
+		Outcome        func(childComplexity int) int
+		RevisionAfter  func(childComplexity int) int
+		RevisionBefore func(childComplexity int) int
+		ValueBytes     func(childComplexity int) int
+	}
+
+	AuditPage struct {
+		Entries    func(childComplexity int) int
+		HasMore    func(childComplexity int) int
+		NextCursor func(childComplexity int) int
+	}
+
 	Evidence struct {
 		InstanceID func(childComplexity int) int
 		Key        func(childComplexity int) int
@@ -83,18 +117,25 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CreateInstance       func(childComplexity int, installationID string, name *string) int
-		InstallPlugin        func(childComplexity int, packageArg string) int
-		Invoke               func(childComplexity int, instanceID string, capability string, arguments models.JSON) int
-		ResetInstanceStorage func(childComplexity int, instanceID string) int
-		SetInstanceEnabled   func(childComplexity int, instanceID string, enabled bool) int
-		SetInstanceGrant     func(childComplexity int, instanceID string, permission string, granted bool) int
-		StorageCreate        func(childComplexity int, instanceID string, namespace *string, key string, value models.JSON) int
-		StorageDelete        func(childComplexity int, instanceID string, namespace *string, key string, revision int) int
-		StorageUpdate        func(childComplexity int, instanceID string, namespace *string, key string, value models.JSON, revision int) int
-		TrustPublisherKey    func(childComplexity int, publicKey string) int
-		UninstallPlugin      func(childComplexity int, installationID string) int
-		UpdatePlugin         func(childComplexity int, installationID string, packageArg string) int
+		AiInvoke              func(childComplexity int, handle string, arguments models.JSON) int
+		ApplyCapabilityResult func(childComplexity int, instanceID string, capability string, generation int, result models.JSON) int
+		CreateInstance        func(childComplexity int, installationID string, name *string) int
+		DeleteSavedEntity     func(childComplexity int, instanceID string, key string, revision int) int
+		InstallPlugin         func(childComplexity int, packageArg string) int
+		Invoke                func(childComplexity int, instanceID string, capability string, arguments models.JSON) int
+		ResetInstanceStorage  func(childComplexity int, instanceID string) int
+		SaveEntity            func(childComplexity int, instanceID string, key *string, entity SavedEntityInput) int
+		SetAiStorageConsent   func(childComplexity int, installationID string, granted bool) int
+		SetInstanceEnabled    func(childComplexity int, instanceID string, enabled bool) int
+		SetInstanceGrant      func(childComplexity int, instanceID string, permission string, granted bool) int
+		StorageCreate         func(childComplexity int, instanceID string, namespace *string, key string, value models.JSON) int
+		StorageDelete         func(childComplexity int, instanceID string, namespace *string, key string, revision int) int
+		StorageUpdate         func(childComplexity int, instanceID string, namespace *string, key string, value models.JSON, revision int) int
+		ToggleFavorite        func(childComplexity int, instanceID string, key string, revision int) int
+		TrustPublisherKey     func(childComplexity int, publicKey string) int
+		UninstallPlugin       func(childComplexity int, installationID string) int
+		UpdatePlugin          func(childComplexity int, installationID string, packageArg string) int
+		UpdateSavedEntity     func(childComplexity int, instanceID string, key string, entity SavedEntityInput, revision int) int
 	}
 
 	Namespace struct {
@@ -118,12 +159,40 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Installations    func(childComplexity int) int
-		Instance         func(childComplexity int, id string) int
-		StorageItem      func(childComplexity int, instanceID string, namespace *string, key string) int
-		StorageItems     func(childComplexity int, instanceID string, namespace *string, query *string, limit *int, cursor *string) int
-		ValidateManifest func(childComplexity int, manifest models.JSON) int
-		Viewer           func(childComplexity int) int
+		AiTools               func(childComplexity int) int
+		Installations         func(childComplexity int) int
+		Instance              func(childComplexity int, id string) int
+		PluginStorageSnapshot func(childComplexity int, instanceID string) int
+		SavedEntities         func(childComplexity int, instanceID string, favoritesOnly *bool, limit *int, cursor *string) int
+		SavedEntity           func(childComplexity int, instanceID string, key string) int
+		StorageAudit          func(childComplexity int, instanceID *string, actor *string, limit *int, cursor *string) int
+		StorageItem           func(childComplexity int, instanceID string, namespace *string, key string) int
+		StorageItems          func(childComplexity int, instanceID string, namespace *string, query *string, limit *int, cursor *string) int
+		ValidateManifest      func(childComplexity int, manifest models.JSON) int
+		ValidateUIConfig      func(childComplexity int, config models.JSON, manifest models.JSON, extension *string) int
+		Viewer                func(childComplexity int) int
+	}
+
+	SavedEntity struct {
+		CreatedAt        func(childComplexity int) int
+		Data             func(childComplexity int) int
+		Description      func(childComplexity int) int
+		Favorite         func(childComplexity int) int
+		ImageURL         func(childComplexity int) int
+		Key              func(childComplexity int) int
+		Revision         func(childComplexity int) int
+		SourceCapability func(childComplexity int) int
+		Subtitle         func(childComplexity int) int
+		Title            func(childComplexity int) int
+		Type             func(childComplexity int) int
+		URL              func(childComplexity int) int
+		UpdatedAt        func(childComplexity int) int
+	}
+
+	SavedEntityPage struct {
+		HasMore    func(childComplexity int) int
+		Items      func(childComplexity int) int
+		NextCursor func(childComplexity int) int
 	}
 
 	User struct {
@@ -158,25 +227,38 @@ type InstanceResolver interface {
 }
 type MutationResolver interface {
 	TrustPublisherKey(ctx context.Context, publicKey string) (string, error)
+	SetAiStorageConsent(ctx context.Context, installationID string, granted bool) (*models.Installation, error)
+	AiInvoke(ctx context.Context, handle string, arguments models.JSON) (*models.ExtensionResult, error)
 	InstallPlugin(ctx context.Context, packageArg string) (*models.Installation, error)
 	UpdatePlugin(ctx context.Context, installationID string, packageArg string) (*models.Installation, error)
 	UninstallPlugin(ctx context.Context, installationID string) (bool, error)
 	CreateInstance(ctx context.Context, installationID string, name *string) (*models.Instance, error)
 	SetInstanceEnabled(ctx context.Context, instanceID string, enabled bool) (*models.Instance, error)
 	SetInstanceGrant(ctx context.Context, instanceID string, permission string, granted bool) (*models.Instance, error)
+	SaveEntity(ctx context.Context, instanceID string, key *string, entity SavedEntityInput) (*SavedEntity, error)
+	UpdateSavedEntity(ctx context.Context, instanceID string, key string, entity SavedEntityInput, revision int) (*SavedEntity, error)
+	DeleteSavedEntity(ctx context.Context, instanceID string, key string, revision int) (bool, error)
+	ToggleFavorite(ctx context.Context, instanceID string, key string, revision int) (*SavedEntity, error)
 	Invoke(ctx context.Context, instanceID string, capability string, arguments models.JSON) (*models.ExtensionResult, error)
 	StorageCreate(ctx context.Context, instanceID string, namespace *string, key string, value models.JSON) (*models.ExtensionResult, error)
 	StorageUpdate(ctx context.Context, instanceID string, namespace *string, key string, value models.JSON, revision int) (*models.ExtensionResult, error)
 	StorageDelete(ctx context.Context, instanceID string, namespace *string, key string, revision int) (*models.ExtensionResult, error)
 	ResetInstanceStorage(ctx context.Context, instanceID string) (bool, error)
+	ApplyCapabilityResult(ctx context.Context, instanceID string, capability string, generation int, result models.JSON) (*models.ExtensionResult, error)
 }
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*models.User, error)
 	ValidateManifest(ctx context.Context, manifest models.JSON) (*validator.Report, error)
+	ValidateUIConfig(ctx context.Context, config models.JSON, manifest models.JSON, extension *string) (*validator.Report, error)
+	AiTools(ctx context.Context) ([]*AiTool, error)
+	StorageAudit(ctx context.Context, instanceID *string, actor *string, limit *int, cursor *string) (*AuditPage, error)
 	Installations(ctx context.Context) ([]*models.Installation, error)
 	Instance(ctx context.Context, id string) (*models.Instance, error)
+	SavedEntities(ctx context.Context, instanceID string, favoritesOnly *bool, limit *int, cursor *string) (*SavedEntityPage, error)
+	SavedEntity(ctx context.Context, instanceID string, key string) (*SavedEntity, error)
 	StorageItems(ctx context.Context, instanceID string, namespace *string, query *string, limit *int, cursor *string) (*models.ExtensionResult, error)
 	StorageItem(ctx context.Context, instanceID string, namespace *string, key string) (*models.ExtensionResult, error)
+	PluginStorageSnapshot(ctx context.Context, instanceID string) (models.JSON, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -196,6 +278,142 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "AiNamespace.access":
+		if e.ComplexityRoot.AiNamespace.Access == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AiNamespace.Access(childComplexity), true
+	case "AiNamespace.id":
+		if e.ComplexityRoot.AiNamespace.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AiNamespace.ID(childComplexity), true
+
+	case "AiTool.capability":
+		if e.ComplexityRoot.AiTool.Capability == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AiTool.Capability(childComplexity), true
+	case "AiTool.handle":
+		if e.ComplexityRoot.AiTool.Handle == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AiTool.Handle(childComplexity), true
+	case "AiTool.instanceId":
+		if e.ComplexityRoot.AiTool.InstanceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AiTool.InstanceID(childComplexity), true
+	case "AiTool.namespaces":
+		if e.ComplexityRoot.AiTool.Namespaces == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AiTool.Namespaces(childComplexity), true
+
+	case "AuditEntry.actor":
+		if e.ComplexityRoot.AuditEntry.Actor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.Actor(childComplexity), true
+	case "AuditEntry.at":
+		if e.ComplexityRoot.AuditEntry.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.At(childComplexity), true
+	case "AuditEntry.capability":
+		if e.ComplexityRoot.AuditEntry.Capability == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.Capability(childComplexity), true
+	case "AuditEntry.id":
+		if e.ComplexityRoot.AuditEntry.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.ID(childComplexity), true
+	case "AuditEntry.installationId":
+		if e.ComplexityRoot.AuditEntry.InstallationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.InstallationID(childComplexity), true
+	case "AuditEntry.instanceId":
+		if e.ComplexityRoot.AuditEntry.InstanceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.InstanceID(childComplexity), true
+	case "AuditEntry.key":
+		if e.ComplexityRoot.AuditEntry.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.Key(childComplexity), true
+	case "AuditEntry.namespace":
+		if e.ComplexityRoot.AuditEntry.Namespace == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.Namespace(childComplexity), true
+	case "AuditEntry.operation":
+		if e.ComplexityRoot.AuditEntry.Operation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.Operation(childComplexity), true
+	case "AuditEntry.outcome":
+		if e.ComplexityRoot.AuditEntry.Outcome == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.Outcome(childComplexity), true
+	case "AuditEntry.revisionAfter":
+		if e.ComplexityRoot.AuditEntry.RevisionAfter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.RevisionAfter(childComplexity), true
+	case "AuditEntry.revisionBefore":
+		if e.ComplexityRoot.AuditEntry.RevisionBefore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.RevisionBefore(childComplexity), true
+	case "AuditEntry.valueBytes":
+		if e.ComplexityRoot.AuditEntry.ValueBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntry.ValueBytes(childComplexity), true
+
+	case "AuditPage.entries":
+		if e.ComplexityRoot.AuditPage.Entries == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditPage.Entries(childComplexity), true
+	case "AuditPage.hasMore":
+		if e.ComplexityRoot.AuditPage.HasMore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditPage.HasMore(childComplexity), true
+	case "AuditPage.nextCursor":
+		if e.ComplexityRoot.AuditPage.NextCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditPage.NextCursor(childComplexity), true
 
 	case "Evidence.instanceId":
 		if e.ComplexityRoot.Evidence.InstanceID == nil {
@@ -381,6 +599,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Instance.Usage(childComplexity), true
 
+	case "Mutation.aiInvoke":
+		if e.ComplexityRoot.Mutation.AiInvoke == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_aiInvoke_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AiInvoke(childComplexity, args["handle"].(string), args["arguments"].(models.JSON)), true
+	case "Mutation.applyCapabilityResult":
+		if e.ComplexityRoot.Mutation.ApplyCapabilityResult == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_applyCapabilityResult_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ApplyCapabilityResult(childComplexity, args["instanceId"].(string), args["capability"].(string), args["generation"].(int), args["result"].(models.JSON)), true
 	case "Mutation.createInstance":
 		if e.ComplexityRoot.Mutation.CreateInstance == nil {
 			break
@@ -392,6 +632,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateInstance(childComplexity, args["installationId"].(string), args["name"].(*string)), true
+	case "Mutation.deleteSavedEntity":
+		if e.ComplexityRoot.Mutation.DeleteSavedEntity == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteSavedEntity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteSavedEntity(childComplexity, args["instanceId"].(string), args["key"].(string), args["revision"].(int)), true
 	case "Mutation.installPlugin":
 		if e.ComplexityRoot.Mutation.InstallPlugin == nil {
 			break
@@ -425,6 +676,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResetInstanceStorage(childComplexity, args["instanceId"].(string)), true
+	case "Mutation.saveEntity":
+		if e.ComplexityRoot.Mutation.SaveEntity == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_saveEntity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SaveEntity(childComplexity, args["instanceId"].(string), args["key"].(*string), args["entity"].(SavedEntityInput)), true
+	case "Mutation.setAiStorageConsent":
+		if e.ComplexityRoot.Mutation.SetAiStorageConsent == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setAiStorageConsent_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetAiStorageConsent(childComplexity, args["installationId"].(string), args["granted"].(bool)), true
 	case "Mutation.setInstanceEnabled":
 		if e.ComplexityRoot.Mutation.SetInstanceEnabled == nil {
 			break
@@ -480,6 +753,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.StorageUpdate(childComplexity, args["instanceId"].(string), args["namespace"].(*string), args["key"].(string), args["value"].(models.JSON), args["revision"].(int)), true
+	case "Mutation.toggleFavorite":
+		if e.ComplexityRoot.Mutation.ToggleFavorite == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_toggleFavorite_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ToggleFavorite(childComplexity, args["instanceId"].(string), args["key"].(string), args["revision"].(int)), true
 	case "Mutation.trustPublisherKey":
 		if e.ComplexityRoot.Mutation.TrustPublisherKey == nil {
 			break
@@ -513,6 +797,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdatePlugin(childComplexity, args["installationId"].(string), args["package"].(string)), true
+	case "Mutation.updateSavedEntity":
+		if e.ComplexityRoot.Mutation.UpdateSavedEntity == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateSavedEntity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateSavedEntity(childComplexity, args["instanceId"].(string), args["key"].(string), args["entity"].(SavedEntityInput), args["revision"].(int)), true
 
 	case "Namespace.aiAccess":
 		if e.ComplexityRoot.Namespace.AiAccess == nil {
@@ -583,6 +878,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Problem.Path(childComplexity), true
 
+	case "Query.aiTools":
+		if e.ComplexityRoot.Query.AiTools == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.AiTools(childComplexity), true
 	case "Query.installations":
 		if e.ComplexityRoot.Query.Installations == nil {
 			break
@@ -601,6 +902,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Instance(childComplexity, args["id"].(string)), true
 
+	case "Query.pluginStorageSnapshot":
+		if e.ComplexityRoot.Query.PluginStorageSnapshot == nil {
+			break
+		}
+
+		args, err := ec.field_Query_pluginStorageSnapshot_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.PluginStorageSnapshot(childComplexity, args["instanceId"].(string)), true
+	case "Query.savedEntities":
+		if e.ComplexityRoot.Query.SavedEntities == nil {
+			break
+		}
+
+		args, err := ec.field_Query_savedEntities_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SavedEntities(childComplexity, args["instanceId"].(string), args["favoritesOnly"].(*bool), args["limit"].(*int), args["cursor"].(*string)), true
+	case "Query.savedEntity":
+		if e.ComplexityRoot.Query.SavedEntity == nil {
+			break
+		}
+
+		args, err := ec.field_Query_savedEntity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SavedEntity(childComplexity, args["instanceId"].(string), args["key"].(string)), true
+	case "Query.storageAudit":
+		if e.ComplexityRoot.Query.StorageAudit == nil {
+			break
+		}
+
+		args, err := ec.field_Query_storageAudit_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.StorageAudit(childComplexity, args["instanceId"].(*string), args["actor"].(*string), args["limit"].(*int), args["cursor"].(*string)), true
 	case "Query.storageItem":
 		if e.ComplexityRoot.Query.StorageItem == nil {
 			break
@@ -634,12 +979,121 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ValidateManifest(childComplexity, args["manifest"].(models.JSON)), true
+	case "Query.validateUiConfig":
+		if e.ComplexityRoot.Query.ValidateUIConfig == nil {
+			break
+		}
+
+		args, err := ec.field_Query_validateUiConfig_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ValidateUIConfig(childComplexity, args["config"].(models.JSON), args["manifest"].(models.JSON), args["extension"].(*string)), true
 	case "Query.viewer":
 		if e.ComplexityRoot.Query.Viewer == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Query.Viewer(childComplexity), true
+
+	case "SavedEntity.createdAt":
+		if e.ComplexityRoot.SavedEntity.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.CreatedAt(childComplexity), true
+	case "SavedEntity.data":
+		if e.ComplexityRoot.SavedEntity.Data == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.Data(childComplexity), true
+	case "SavedEntity.description":
+		if e.ComplexityRoot.SavedEntity.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.Description(childComplexity), true
+	case "SavedEntity.favorite":
+		if e.ComplexityRoot.SavedEntity.Favorite == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.Favorite(childComplexity), true
+	case "SavedEntity.imageUrl":
+		if e.ComplexityRoot.SavedEntity.ImageURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.ImageURL(childComplexity), true
+	case "SavedEntity.key":
+		if e.ComplexityRoot.SavedEntity.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.Key(childComplexity), true
+	case "SavedEntity.revision":
+		if e.ComplexityRoot.SavedEntity.Revision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.Revision(childComplexity), true
+	case "SavedEntity.sourceCapability":
+		if e.ComplexityRoot.SavedEntity.SourceCapability == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.SourceCapability(childComplexity), true
+	case "SavedEntity.subtitle":
+		if e.ComplexityRoot.SavedEntity.Subtitle == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.Subtitle(childComplexity), true
+	case "SavedEntity.title":
+		if e.ComplexityRoot.SavedEntity.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.Title(childComplexity), true
+	case "SavedEntity.type":
+		if e.ComplexityRoot.SavedEntity.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.Type(childComplexity), true
+	case "SavedEntity.url":
+		if e.ComplexityRoot.SavedEntity.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.URL(childComplexity), true
+	case "SavedEntity.updatedAt":
+		if e.ComplexityRoot.SavedEntity.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.UpdatedAt(childComplexity), true
+
+	case "SavedEntityPage.hasMore":
+		if e.ComplexityRoot.SavedEntityPage.HasMore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntityPage.HasMore(childComplexity), true
+	case "SavedEntityPage.items":
+		if e.ComplexityRoot.SavedEntityPage.Items == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntityPage.Items(childComplexity), true
+	case "SavedEntityPage.nextCursor":
+		if e.ComplexityRoot.SavedEntityPage.NextCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntityPage.NextCursor(childComplexity), true
 
 	case "User.admin":
 		if e.ComplexityRoot.User.Admin == nil {
@@ -686,7 +1140,9 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
-	inputUnmarshalMap := graphql.BuildUnmarshalerMap()
+	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
+		ec.unmarshalInputSavedEntityInput,
+	)
 	first := true
 
 	switch opCtx.Operation.Operation {
@@ -760,7 +1216,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "plugins.graphqls" "schema.graphqls" "storage.graphqls"
+//go:embed "ai.graphqls" "plugins.graphqls" "saved.graphqls" "schema.graphqls" "storage.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -772,7 +1228,9 @@ func sourceData(filename string) string {
 }
 
 var sources = []*ast.Source{
+	{Name: "ai.graphqls", Input: sourceData("ai.graphqls"), BuiltIn: false},
 	{Name: "plugins.graphqls", Input: sourceData("plugins.graphqls"), BuiltIn: false},
+	{Name: "saved.graphqls", Input: sourceData("saved.graphqls"), BuiltIn: false},
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
 	{Name: "storage.graphqls", Input: sourceData("storage.graphqls"), BuiltIn: false},
 }
@@ -781,6 +1239,74 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // childFields_* functions provide shared child field context lookups.
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
+
+func (ec *executionContext) childFields_AiNamespace(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_AiNamespace_id(ctx, field)
+	case "access":
+		return ec.fieldContext_AiNamespace_access(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AiNamespace", field.Name)
+}
+
+func (ec *executionContext) childFields_AiTool(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "handle":
+		return ec.fieldContext_AiTool_handle(ctx, field)
+	case "capability":
+		return ec.fieldContext_AiTool_capability(ctx, field)
+	case "instanceId":
+		return ec.fieldContext_AiTool_instanceId(ctx, field)
+	case "namespaces":
+		return ec.fieldContext_AiTool_namespaces(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AiTool", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditEntry(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_AuditEntry_id(ctx, field)
+	case "instanceId":
+		return ec.fieldContext_AuditEntry_instanceId(ctx, field)
+	case "installationId":
+		return ec.fieldContext_AuditEntry_installationId(ctx, field)
+	case "actor":
+		return ec.fieldContext_AuditEntry_actor(ctx, field)
+	case "capability":
+		return ec.fieldContext_AuditEntry_capability(ctx, field)
+	case "namespace":
+		return ec.fieldContext_AuditEntry_namespace(ctx, field)
+	case "key":
+		return ec.fieldContext_AuditEntry_key(ctx, field)
+	case "operation":
+		return ec.fieldContext_AuditEntry_operation(ctx, field)
+	case "outcome":
+		return ec.fieldContext_AuditEntry_outcome(ctx, field)
+	case "revisionBefore":
+		return ec.fieldContext_AuditEntry_revisionBefore(ctx, field)
+	case "revisionAfter":
+		return ec.fieldContext_AuditEntry_revisionAfter(ctx, field)
+	case "valueBytes":
+		return ec.fieldContext_AuditEntry_valueBytes(ctx, field)
+	case "at":
+		return ec.fieldContext_AuditEntry_at(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditEntry", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditPage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "entries":
+		return ec.fieldContext_AuditPage_entries(ctx, field)
+	case "hasMore":
+		return ec.fieldContext_AuditPage_hasMore(ctx, field)
+	case "nextCursor":
+		return ec.fieldContext_AuditPage_nextCursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditPage", field.Name)
+}
 
 func (ec *executionContext) childFields_Evidence(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
@@ -904,6 +1430,50 @@ func (ec *executionContext) childFields_Problem(ctx context.Context, field graph
 		return ec.fieldContext_Problem_message(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Problem", field.Name)
+}
+
+func (ec *executionContext) childFields_SavedEntity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "key":
+		return ec.fieldContext_SavedEntity_key(ctx, field)
+	case "revision":
+		return ec.fieldContext_SavedEntity_revision(ctx, field)
+	case "type":
+		return ec.fieldContext_SavedEntity_type(ctx, field)
+	case "title":
+		return ec.fieldContext_SavedEntity_title(ctx, field)
+	case "subtitle":
+		return ec.fieldContext_SavedEntity_subtitle(ctx, field)
+	case "description":
+		return ec.fieldContext_SavedEntity_description(ctx, field)
+	case "url":
+		return ec.fieldContext_SavedEntity_url(ctx, field)
+	case "imageUrl":
+		return ec.fieldContext_SavedEntity_imageUrl(ctx, field)
+	case "favorite":
+		return ec.fieldContext_SavedEntity_favorite(ctx, field)
+	case "data":
+		return ec.fieldContext_SavedEntity_data(ctx, field)
+	case "sourceCapability":
+		return ec.fieldContext_SavedEntity_sourceCapability(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_SavedEntity_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_SavedEntity_updatedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SavedEntity", field.Name)
+}
+
+func (ec *executionContext) childFields_SavedEntityPage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "items":
+		return ec.fieldContext_SavedEntityPage_items(ctx, field)
+	case "hasMore":
+		return ec.fieldContext_SavedEntityPage_hasMore(ctx, field)
+	case "nextCursor":
+		return ec.fieldContext_SavedEntityPage_nextCursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SavedEntityPage", field.Name)
 }
 
 func (ec *executionContext) childFields_User(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1046,6 +1616,66 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Mutation_aiInvoke_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "handle",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["handle"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "arguments",
+		func(ctx context.Context, v any) (models.JSON, error) {
+			return ec.unmarshalOJSON2pluginhostᚋmodelsᚐJSON(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["arguments"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_applyCapabilityResult_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "capability",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["capability"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "generation",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["generation"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "result",
+		func(ctx context.Context, v any) (models.JSON, error) {
+			return ec.unmarshalNJSON2pluginhostᚋmodelsᚐJSON(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["result"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createInstance_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1065,6 +1695,36 @@ func (ec *executionContext) field_Mutation_createInstance_args(ctx context.Conte
 		return nil, err
 	}
 	args["name"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteSavedEntity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "key",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["key"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "revision",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["revision"] = arg2
 	return args, nil
 }
 
@@ -1123,6 +1783,58 @@ func (ec *executionContext) field_Mutation_resetInstanceStorage_args(ctx context
 		return nil, err
 	}
 	args["instanceId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_saveEntity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "key",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["key"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "entity",
+		func(ctx context.Context, v any) (SavedEntityInput, error) {
+			return ec.unmarshalNSavedEntityInput2pluginhostᚋgraphᚐSavedEntityInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["entity"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setAiStorageConsent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "installationId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["installationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "granted",
+		func(ctx context.Context, v any) (bool, error) {
+			return ec.unmarshalNBoolean2bool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["granted"] = arg1
 	return args, nil
 }
 
@@ -1300,6 +2012,36 @@ func (ec *executionContext) field_Mutation_storageUpdate_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_toggleFavorite_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "key",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["key"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "revision",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["revision"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_trustPublisherKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1350,6 +2092,44 @@ func (ec *executionContext) field_Mutation_updatePlugin_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_updateSavedEntity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "key",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["key"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "entity",
+		func(ctx context.Context, v any) (SavedEntityInput, error) {
+			return ec.unmarshalNSavedEntityInput2pluginhostᚋgraphᚐSavedEntityInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["entity"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "revision",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["revision"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1375,6 +2155,118 @@ func (ec *executionContext) field_Query_instance_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_pluginStorageSnapshot_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_savedEntities_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "favoritesOnly",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["favoritesOnly"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "limit",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["limit"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "cursor",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cursor"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_savedEntity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "key",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["key"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_storageAudit_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "actor",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["actor"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "limit",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["limit"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "cursor",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cursor"] = arg3
 	return args, nil
 }
 
@@ -1468,6 +2360,36 @@ func (ec *executionContext) field_Query_validateManifest_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_validateUiConfig_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "config",
+		func(ctx context.Context, v any) (models.JSON, error) {
+			return ec.unmarshalNJSON2pluginhostᚋmodelsᚐJSON(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["config"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "manifest",
+		func(ctx context.Context, v any) (models.JSON, error) {
+			return ec.unmarshalOJSON2pluginhostᚋmodelsᚐJSON(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["manifest"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "extension",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["extension"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field___Directive_args_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1527,6 +2449,530 @@ func (ec *executionContext) field___Type_fields_args(ctx context.Context, rawArg
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _AiNamespace_id(ctx context.Context, field graphql.CollectedField, obj *AiNamespace) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AiNamespace_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AiNamespace_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AiNamespace", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AiNamespace_access(ctx context.Context, field graphql.CollectedField, obj *AiNamespace) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AiNamespace_access(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Access, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AiNamespace_access(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AiNamespace", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AiTool_handle(ctx context.Context, field graphql.CollectedField, obj *AiTool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AiTool_handle(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Handle, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AiTool_handle(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AiTool", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AiTool_capability(ctx context.Context, field graphql.CollectedField, obj *AiTool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AiTool_capability(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capability, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AiTool_capability(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AiTool", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AiTool_instanceId(ctx context.Context, field graphql.CollectedField, obj *AiTool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AiTool_instanceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InstanceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AiTool_instanceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AiTool", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _AiTool_namespaces(ctx context.Context, field graphql.CollectedField, obj *AiTool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AiTool_namespaces(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Namespaces, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*AiNamespace) graphql.Marshaler {
+			return ec.marshalNAiNamespace2ᚕᚖpluginhostᚋgraphᚐAiNamespaceᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AiTool_namespaces(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AiTool",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AiNamespace(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditEntry_id(ctx context.Context, field graphql.CollectedField, obj *AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEntry_instanceId(ctx context.Context, field graphql.CollectedField, obj *AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_instanceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InstanceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_instanceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEntry_installationId(ctx context.Context, field graphql.CollectedField, obj *AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_installationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InstallationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_installationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEntry_actor(ctx context.Context, field graphql.CollectedField, obj *AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_actor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Actor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_actor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEntry_capability(ctx context.Context, field graphql.CollectedField, obj *AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_capability(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capability, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_capability(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEntry_namespace(ctx context.Context, field graphql.CollectedField, obj *AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_namespace(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Namespace, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_namespace(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEntry_key(ctx context.Context, field graphql.CollectedField, obj *AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Key, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEntry_operation(ctx context.Context, field graphql.CollectedField, obj *AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_operation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Operation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_operation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEntry_outcome(ctx context.Context, field graphql.CollectedField, obj *AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_outcome(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Outcome, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_outcome(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEntry_revisionBefore(ctx context.Context, field graphql.CollectedField, obj *AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_revisionBefore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevisionBefore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_revisionBefore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEntry_revisionAfter(ctx context.Context, field graphql.CollectedField, obj *AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_revisionAfter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevisionAfter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_revisionAfter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEntry_valueBytes(ctx context.Context, field graphql.CollectedField, obj *AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_valueBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ValueBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_valueBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEntry_at(ctx context.Context, field graphql.CollectedField, obj *AuditEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntry_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntry_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditPage_entries(ctx context.Context, field graphql.CollectedField, obj *AuditPage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditPage_entries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Entries, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*AuditEntry) graphql.Marshaler {
+			return ec.marshalNAuditEntry2ᚕᚖpluginhostᚋgraphᚐAuditEntryᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditPage_entries(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditPage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditPage_hasMore(ctx context.Context, field graphql.CollectedField, obj *AuditPage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditPage_hasMore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HasMore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditPage_hasMore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditPage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _AuditPage_nextCursor(ctx context.Context, field graphql.CollectedField, obj *AuditPage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditPage_nextCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextCursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditPage_nextCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditPage", field, false, false, errors.New("field of type String does not have child fields"))
+}
 
 func (ec *executionContext) _Evidence_type(ctx context.Context, field graphql.CollectedField, obj *models.Evidence) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -2307,6 +3753,94 @@ func (ec *executionContext) fieldContext_Mutation_trustPublisherKey(ctx context.
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setAiStorageConsent(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setAiStorageConsent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetAiStorageConsent(ctx, fc.Args["installationId"].(string), fc.Args["granted"].(bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *models.Installation) graphql.Marshaler {
+			return ec.marshalNInstallation2ᚖpluginhostᚋmodelsᚐInstallation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setAiStorageConsent(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Installation(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setAiStorageConsent_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_aiInvoke(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_aiInvoke(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AiInvoke(ctx, fc.Args["handle"].(string), fc.Args["arguments"].(models.JSON))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *models.ExtensionResult) graphql.Marshaler {
+			return ec.marshalNExtensionResult2ᚖpluginhostᚋmodelsᚐExtensionResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_aiInvoke(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ExtensionResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_aiInvoke_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_installPlugin(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2571,6 +4105,182 @@ func (ec *executionContext) fieldContext_Mutation_setInstanceGrant(ctx context.C
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_saveEntity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_saveEntity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SaveEntity(ctx, fc.Args["instanceId"].(string), fc.Args["key"].(*string), fc.Args["entity"].(SavedEntityInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *SavedEntity) graphql.Marshaler {
+			return ec.marshalNSavedEntity2ᚖpluginhostᚋgraphᚐSavedEntity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_saveEntity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SavedEntity(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_saveEntity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateSavedEntity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateSavedEntity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateSavedEntity(ctx, fc.Args["instanceId"].(string), fc.Args["key"].(string), fc.Args["entity"].(SavedEntityInput), fc.Args["revision"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *SavedEntity) graphql.Marshaler {
+			return ec.marshalNSavedEntity2ᚖpluginhostᚋgraphᚐSavedEntity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateSavedEntity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SavedEntity(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateSavedEntity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteSavedEntity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteSavedEntity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteSavedEntity(ctx, fc.Args["instanceId"].(string), fc.Args["key"].(string), fc.Args["revision"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteSavedEntity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteSavedEntity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_toggleFavorite(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_toggleFavorite(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ToggleFavorite(ctx, fc.Args["instanceId"].(string), fc.Args["key"].(string), fc.Args["revision"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *SavedEntity) graphql.Marshaler {
+			return ec.marshalNSavedEntity2ᚖpluginhostᚋgraphᚐSavedEntity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_toggleFavorite(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SavedEntity(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_toggleFavorite_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_invoke(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2785,6 +4495,50 @@ func (ec *executionContext) fieldContext_Mutation_resetInstanceStorage(ctx conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_resetInstanceStorage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_applyCapabilityResult(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_applyCapabilityResult(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ApplyCapabilityResult(ctx, fc.Args["instanceId"].(string), fc.Args["capability"].(string), fc.Args["generation"].(int), fc.Args["result"].(models.JSON))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *models.ExtensionResult) graphql.Marshaler {
+			return ec.marshalNExtensionResult2ᚖpluginhostᚋmodelsᚐExtensionResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_applyCapabilityResult(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ExtensionResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_applyCapabilityResult_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -3120,6 +4874,126 @@ func (ec *executionContext) fieldContext_Query_validateManifest(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_validateUiConfig(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_validateUiConfig(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ValidateUIConfig(ctx, fc.Args["config"].(models.JSON), fc.Args["manifest"].(models.JSON), fc.Args["extension"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *validator.Report) graphql.Marshaler {
+			return ec.marshalNValidationReport2ᚖpluginhostᚋvalidatorᚐReport(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_validateUiConfig(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ValidationReport(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_validateUiConfig_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_aiTools(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_aiTools(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().AiTools(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*AiTool) graphql.Marshaler {
+			return ec.marshalNAiTool2ᚕᚖpluginhostᚋgraphᚐAiToolᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_aiTools(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AiTool(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_storageAudit(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_storageAudit(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().StorageAudit(ctx, fc.Args["instanceId"].(*string), fc.Args["actor"].(*string), fc.Args["limit"].(*int), fc.Args["cursor"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *AuditPage) graphql.Marshaler {
+			return ec.marshalNAuditPage2ᚖpluginhostᚋgraphᚐAuditPage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_storageAudit(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditPage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_storageAudit_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_installations(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3190,6 +5064,94 @@ func (ec *executionContext) fieldContext_Query_instance(ctx context.Context, fie
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_instance_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_savedEntities(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_savedEntities(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SavedEntities(ctx, fc.Args["instanceId"].(string), fc.Args["favoritesOnly"].(*bool), fc.Args["limit"].(*int), fc.Args["cursor"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *SavedEntityPage) graphql.Marshaler {
+			return ec.marshalNSavedEntityPage2ᚖpluginhostᚋgraphᚐSavedEntityPage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_savedEntities(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SavedEntityPage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_savedEntities_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_savedEntity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_savedEntity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SavedEntity(ctx, fc.Args["instanceId"].(string), fc.Args["key"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *SavedEntity) graphql.Marshaler {
+			return ec.marshalNSavedEntity2ᚖpluginhostᚋgraphᚐSavedEntity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_savedEntity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SavedEntity(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_savedEntity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -3284,6 +5246,50 @@ func (ec *executionContext) fieldContext_Query_storageItem(ctx context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_pluginStorageSnapshot(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_pluginStorageSnapshot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().PluginStorageSnapshot(ctx, fc.Args["instanceId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalNJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_pluginStorageSnapshot(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type JSON does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_pluginStorageSnapshot_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3358,6 +5364,383 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _SavedEntity_key(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Key, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntity_revision(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_revision(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Revision, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_revision(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntity_type(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntity_title(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntity_subtitle(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_subtitle(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subtitle, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_subtitle(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntity_description(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntity_url(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntity_imageUrl(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_imageUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ImageURL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_imageUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntity_favorite(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_favorite(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Favorite, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_favorite(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntity_data(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_data(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Data, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntity_sourceCapability(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_sourceCapability(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SourceCapability, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_sourceCapability(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntity_createdAt(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntity_updatedAt(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntityPage_items(ctx context.Context, field graphql.CollectedField, obj *SavedEntityPage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntityPage_items(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Items, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*SavedEntity) graphql.Marshaler {
+			return ec.marshalNSavedEntity2ᚕᚖpluginhostᚋgraphᚐSavedEntityᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntityPage_items(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SavedEntityPage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SavedEntity(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SavedEntityPage_hasMore(ctx context.Context, field graphql.CollectedField, obj *SavedEntityPage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntityPage_hasMore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HasMore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntityPage_hasMore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntityPage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntityPage_nextCursor(ctx context.Context, field graphql.CollectedField, obj *SavedEntityPage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntityPage_nextCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextCursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntityPage_nextCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntityPage", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *models.User) (ret graphql.Marshaler) {
@@ -4575,6 +6958,92 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputSavedEntityInput(ctx context.Context, obj any) (SavedEntityInput, error) {
+	var it SavedEntityInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"type", "title", "subtitle", "description", "url", "imageUrl", "favorite", "data", "sourceCapability"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "type":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("type"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Type = data
+		case "title":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("title"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Title = data
+		case "subtitle":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("subtitle"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Subtitle = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "imageUrl":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageUrl"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageURL = data
+		case "favorite":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("favorite"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Favorite = data
+		case "data":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("data"))
+			data, err := ec.unmarshalOJSON2pluginhostᚋmodelsᚐJSON(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Data = data
+		case "sourceCapability":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sourceCapability"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SourceCapability = data
+		}
+	}
+	return it, nil
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -4582,6 +7051,248 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
+
+var aiNamespaceImplementors = []string{"AiNamespace"}
+
+func (ec *executionContext) _AiNamespace(ctx context.Context, sel ast.SelectionSet, obj *AiNamespace) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, aiNamespaceImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AiNamespace")
+		case "id":
+			out.Values[i] = ec._AiNamespace_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "access":
+			out.Values[i] = ec._AiNamespace_access(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var aiToolImplementors = []string{"AiTool"}
+
+func (ec *executionContext) _AiTool(ctx context.Context, sel ast.SelectionSet, obj *AiTool) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, aiToolImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AiTool")
+		case "handle":
+			out.Values[i] = ec._AiTool_handle(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "capability":
+			out.Values[i] = ec._AiTool_capability(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "instanceId":
+			out.Values[i] = ec._AiTool_instanceId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "namespaces":
+			out.Values[i] = ec._AiTool_namespaces(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var auditEntryImplementors = []string{"AuditEntry"}
+
+func (ec *executionContext) _AuditEntry(ctx context.Context, sel ast.SelectionSet, obj *AuditEntry) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditEntryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditEntry")
+		case "id":
+			out.Values[i] = ec._AuditEntry_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "instanceId":
+			out.Values[i] = ec._AuditEntry_instanceId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "installationId":
+			out.Values[i] = ec._AuditEntry_installationId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "actor":
+			out.Values[i] = ec._AuditEntry_actor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "capability":
+			out.Values[i] = ec._AuditEntry_capability(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "namespace":
+			out.Values[i] = ec._AuditEntry_namespace(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "key":
+			out.Values[i] = ec._AuditEntry_key(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "operation":
+			out.Values[i] = ec._AuditEntry_operation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "outcome":
+			out.Values[i] = ec._AuditEntry_outcome(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revisionBefore":
+			out.Values[i] = ec._AuditEntry_revisionBefore(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revisionAfter":
+			out.Values[i] = ec._AuditEntry_revisionAfter(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "valueBytes":
+			out.Values[i] = ec._AuditEntry_valueBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._AuditEntry_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var auditPageImplementors = []string{"AuditPage"}
+
+func (ec *executionContext) _AuditPage(ctx context.Context, sel ast.SelectionSet, obj *AuditPage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditPageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditPage")
+		case "entries":
+			out.Values[i] = ec._AuditPage_entries(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hasMore":
+			out.Values[i] = ec._AuditPage_hasMore(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nextCursor":
+			out.Values[i] = ec._AuditPage_nextCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
 
 var evidenceImplementors = []string{"Evidence"}
 
@@ -5123,6 +7834,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setAiStorageConsent":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setAiStorageConsent(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "aiInvoke":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_aiInvoke(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "installPlugin":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_installPlugin(ctx, field)
@@ -5165,6 +7890,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "saveEntity":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_saveEntity(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateSavedEntity":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateSavedEntity(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteSavedEntity":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteSavedEntity(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "toggleFavorite":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_toggleFavorite(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "invoke":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_invoke(ctx, field)
@@ -5196,6 +7949,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "resetInstanceStorage":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_resetInstanceStorage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "applyCapabilityResult":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_applyCapabilityResult(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -5439,6 +8199,72 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "validateUiConfig":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_validateUiConfig(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "aiTools":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_aiTools(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "storageAudit":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_storageAudit(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "installations":
 			field := field
 
@@ -5472,6 +8298,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_instance(ctx, field)
 				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "savedEntities":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_savedEntities(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "savedEntity":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_savedEntity(ctx, field)
+				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -5527,6 +8397,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "pluginStorageSnapshot":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_pluginStorageSnapshot(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -5540,6 +8432,152 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var savedEntityImplementors = []string{"SavedEntity"}
+
+func (ec *executionContext) _SavedEntity(ctx context.Context, sel ast.SelectionSet, obj *SavedEntity) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, savedEntityImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SavedEntity")
+		case "key":
+			out.Values[i] = ec._SavedEntity_key(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revision":
+			out.Values[i] = ec._SavedEntity_revision(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "type":
+			out.Values[i] = ec._SavedEntity_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._SavedEntity_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "subtitle":
+			out.Values[i] = ec._SavedEntity_subtitle(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._SavedEntity_description(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._SavedEntity_url(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "imageUrl":
+			out.Values[i] = ec._SavedEntity_imageUrl(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "favorite":
+			out.Values[i] = ec._SavedEntity_favorite(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "data":
+			out.Values[i] = ec._SavedEntity_data(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "sourceCapability":
+			out.Values[i] = ec._SavedEntity_sourceCapability(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._SavedEntity_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._SavedEntity_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var savedEntityPageImplementors = []string{"SavedEntityPage"}
+
+func (ec *executionContext) _SavedEntityPage(ctx context.Context, sel ast.SelectionSet, obj *SavedEntityPage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, savedEntityPageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SavedEntityPage")
+		case "items":
+			out.Values[i] = ec._SavedEntityPage_items(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hasMore":
+			out.Values[i] = ec._SavedEntityPage_hasMore(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nextCursor":
+			out.Values[i] = ec._SavedEntityPage_nextCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -6050,6 +9088,94 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNAiNamespace2ᚕᚖpluginhostᚋgraphᚐAiNamespaceᚄ(ctx context.Context, sel ast.SelectionSet, v []*AiNamespace) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAiNamespace2ᚖpluginhostᚋgraphᚐAiNamespace(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAiNamespace2ᚖpluginhostᚋgraphᚐAiNamespace(ctx context.Context, sel ast.SelectionSet, v *AiNamespace) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AiNamespace(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAiTool2ᚕᚖpluginhostᚋgraphᚐAiToolᚄ(ctx context.Context, sel ast.SelectionSet, v []*AiTool) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAiTool2ᚖpluginhostᚋgraphᚐAiTool(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAiTool2ᚖpluginhostᚋgraphᚐAiTool(ctx context.Context, sel ast.SelectionSet, v *AiTool) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AiTool(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAuditEntry2ᚕᚖpluginhostᚋgraphᚐAuditEntryᚄ(ctx context.Context, sel ast.SelectionSet, v []*AuditEntry) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAuditEntry2ᚖpluginhostᚋgraphᚐAuditEntry(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAuditEntry2ᚖpluginhostᚋgraphᚐAuditEntry(ctx context.Context, sel ast.SelectionSet, v *AuditEntry) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AuditEntry(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAuditPage2ᚖpluginhostᚋgraphᚐAuditPage(ctx context.Context, sel ast.SelectionSet, v *AuditPage) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AuditPage(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -6284,6 +9410,47 @@ func (ec *executionContext) marshalNProblem2ᚕpluginhostᚋmodelsᚐProblemᚄ(
 	return ret
 }
 
+func (ec *executionContext) marshalNSavedEntity2ᚕᚖpluginhostᚋgraphᚐSavedEntityᚄ(ctx context.Context, sel ast.SelectionSet, v []*SavedEntity) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSavedEntity2ᚖpluginhostᚋgraphᚐSavedEntity(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSavedEntity2ᚖpluginhostᚋgraphᚐSavedEntity(ctx context.Context, sel ast.SelectionSet, v *SavedEntity) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SavedEntity(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSavedEntityInput2pluginhostᚋgraphᚐSavedEntityInput(ctx context.Context, v any) (SavedEntityInput, error) {
+	res, err := ec.unmarshalInputSavedEntityInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSavedEntityPage2ᚖpluginhostᚋgraphᚐSavedEntityPage(ctx context.Context, sel ast.SelectionSet, v *SavedEntityPage) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SavedEntityPage(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalString(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -6516,6 +9683,24 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = sel
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalID(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.SelectionSet, v *string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalID(*v)
 	return res
 }
 

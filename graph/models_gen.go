@@ -2,6 +2,73 @@
 
 package graph
 
+import (
+	"pluginhost/models"
+)
+
+// A namespace an AI tool may use, with the AI's access to it.
+type AiNamespace struct {
+	// The namespace id.
+	ID string `json:"id"`
+	// read (list and get) or read_write (also create, update and delete).
+	Access string `json:"access"`
+}
+
+// One standard storage tool of one Instance that the user's AI assistant may call.
+type AiTool struct {
+	// An opaque handle that grants exactly this tool on this Instance at the current
+	// package generation. It cannot be guessed, forged or changed to another scope; after
+	// a package update it is stale (PLUGIN_STORAGE_CONFLICT) and aiTools gives a new one.
+	Handle string `json:"handle"`
+	// The tool: host.storage.list, get, create, update or delete.
+	Capability string `json:"capability"`
+	// The Instance the tool works on.
+	InstanceID string `json:"instanceId"`
+	// The namespaces the tool may use (the namespace is an argument of each call).
+	Namespaces []*AiNamespace `json:"namespaces"`
+}
+
+// One record of the audit trail: a storage change made by the AI or by a capability's
+// host actions, or a refused attempt. Values are never recorded, only their size.
+type AuditEntry struct {
+	// The record's id; records are listed newest first.
+	ID string `json:"id"`
+	// The Instance acted on (as given, for a refused attempt).
+	InstanceID string `json:"instanceId"`
+	// Its Installation ('' for a refused attempt).
+	InstallationID string `json:"installationId"`
+	// ai or host.
+	Actor string `json:"actor"`
+	// The storage tool the AI called, or the capability whose host actions were applied.
+	Capability string `json:"capability"`
+	// The namespace changed.
+	Namespace string `json:"namespace"`
+	// The key changed.
+	Key string `json:"key"`
+	// create, update, delete, or for a refused attempt the operation tried.
+	Operation string `json:"operation"`
+	// ok, or the error code of a refused attempt.
+	Outcome string `json:"outcome"`
+	// The item's revision before the change (0: none).
+	RevisionBefore int `json:"revisionBefore"`
+	// The item's revision after the change (0: none).
+	RevisionAfter int `json:"revisionAfter"`
+	// The size of the value written, in bytes of compact JSON.
+	ValueBytes int `json:"valueBytes"`
+	// When (ISO 8601 with offset).
+	At string `json:"at"`
+}
+
+// A page of the audit trail.
+type AuditPage struct {
+	// The records, newest first.
+	Entries []*AuditEntry `json:"entries"`
+	// Whether older records follow.
+	HasMore bool `json:"hasMore"`
+	// Pass as cursor to read the next page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
 type Mutation struct {
 }
 
@@ -28,4 +95,66 @@ type NamespaceUsage struct {
 }
 
 type Query struct {
+}
+
+// An item the AI (or the app) saved, kept in the Instance's saved_entities namespace.
+type SavedEntity struct {
+	// The item's key in the saved_entities namespace.
+	Key string `json:"key"`
+	// The item's revision (pass it to update, delete or favourite).
+	Revision int `json:"revision"`
+	// What kind of thing it is (required).
+	Type string `json:"type"`
+	// Its title (required).
+	Title string `json:"title"`
+	// A subtitle.
+	Subtitle *string `json:"subtitle,omitempty"`
+	// A description.
+	Description *string `json:"description,omitempty"`
+	// An https link.
+	URL *string `json:"url,omitempty"`
+	// An https image.
+	ImageURL *string `json:"imageUrl,omitempty"`
+	// Whether it is a favourite.
+	Favorite bool `json:"favorite"`
+	// Bounded JSON: at most 16 KiB, 8 levels, 64 entries per object or list.
+	Data models.JSON `json:"data,omitempty"`
+	// The capability that produced it.
+	SourceCapability *string `json:"sourceCapability,omitempty"`
+	// When it was saved (ISO 8601 with offset).
+	CreatedAt string `json:"createdAt"`
+	// When it last changed (ISO 8601 with offset).
+	UpdatedAt string `json:"updatedAt"`
+}
+
+// The fields of a saved entity. url and imageUrl must be https; no other field exists.
+type SavedEntityInput struct {
+	// What kind of thing it is: 1 to 64 characters.
+	Type string `json:"type"`
+	// Its title: 1 to 200 characters.
+	Title string `json:"title"`
+	// At most 200 characters.
+	Subtitle *string `json:"subtitle,omitempty"`
+	// At most 4000 characters.
+	Description *string `json:"description,omitempty"`
+	// An absolute https URL.
+	URL *string `json:"url,omitempty"`
+	// An absolute https URL.
+	ImageURL *string `json:"imageUrl,omitempty"`
+	// Whether it is a favourite.
+	Favorite *bool `json:"favorite,omitempty"`
+	// Bounded JSON.
+	Data models.JSON `json:"data,omitempty"`
+	// A capability id such as weather.lookup.
+	SourceCapability *string `json:"sourceCapability,omitempty"`
+}
+
+// A page of saved entities in key order.
+type SavedEntityPage struct {
+	// The entities.
+	Items []*SavedEntity `json:"items"`
+	// Whether more follow.
+	HasMore bool `json:"hasMore"`
+	// Pass as cursor to read the next page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }

@@ -25,8 +25,8 @@ const (
 	MaxEntityDataEntries       = 64        // members of each object, elements of each list
 )
 
-// SavedEntity is the value of an item of the saved_entities namespace.
-type SavedEntity struct {
+// SavedEntityValue is the value of an item of the saved_entities namespace.
+type SavedEntityValue struct {
 	Type             string `json:"type"`
 	Title            string `json:"title"`
 	Subtitle         string `json:"subtitle,omitempty"`

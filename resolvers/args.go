@@ -3,9 +3,11 @@ package resolvers
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 
 	"pluginhost/auth"
+	"pluginhost/graph"
 	"pluginhost/models"
 	"pluginhost/storage"
 )
@@ -41,4 +43,75 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// entityValue is the stored value of a saved entity input.
+func entityValue(in graph.SavedEntityInput) models.JSON {
+	v := models.SavedEntityValue{
+		Type: in.Type, Title: in.Title, Subtitle: deref(in.Subtitle), Description: deref(in.Description),
+		URL: deref(in.URL), ImageURL: deref(in.ImageURL), Favorite: in.Favorite, Data: in.Data,
+		SourceCapability: deref(in.SourceCapability),
+	}
+	b, _ := json.Marshal(v)
+	// Fields given as empty strings are kept, so that the rules see them.
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	for field, p := range map[string]*string{"subtitle": in.Subtitle, "description": in.Description, "url": in.URL,
+		"image_url": in.ImageURL, "source_capability": in.SourceCapability} {
+		if p != nil {
+			m[field] = *p
+		}
+	}
+	b, _ = json.Marshal(m)
+	return b
+}
+
+// savedEntity maps a single-item result of the saved_entities namespace.
+func savedEntity(res *models.ExtensionResult, err error) (*graph.SavedEntity, error) {
+	if err != nil {
+		return nil, err
+	}
+	var d models.ItemData
+	if err := json.Unmarshal(res.Data, &d); err != nil {
+		return nil, err
+	}
+	return entityOf(d.Item)
+}
+
+func entityOf(it models.ItemJSON) (*graph.SavedEntity, error) {
+	var v models.SavedEntityValue
+	if err := json.Unmarshal(it.Value, &v); err != nil {
+		return nil, err
+	}
+	opt := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	return &graph.SavedEntity{
+		Key: it.Key, Revision: int(it.Revision), Type: v.Type, Title: v.Title, Subtitle: opt(v.Subtitle),
+		Description: opt(v.Description), URL: opt(v.URL), ImageURL: opt(v.ImageURL), Favorite: v.Favorite != nil && *v.Favorite,
+		Data: v.Data, SourceCapability: opt(v.SourceCapability), CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt,
+	}, nil
+}
+
+// savedPage maps a list result of the saved_entities namespace.
+func savedPage(res *models.ExtensionResult) (*graph.SavedEntityPage, error) {
+	var d models.ListData
+	if err := json.Unmarshal(res.Data, &d); err != nil {
+		return nil, err
+	}
+	page := &graph.SavedEntityPage{Items: []*graph.SavedEntity{}, HasMore: d.HasMore}
+	for _, it := range d.Items {
+		e, err := entityOf(it)
+		if err != nil {
+			return nil, err
+		}
+		page.Items = append(page.Items, e)
+	}
+	if d.NextCursor != "" {
+		page.NextCursor = &d.NextCursor
+	}
+	return page, nil
 }

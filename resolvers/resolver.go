@@ -5,6 +5,7 @@ package resolvers
 import (
 	"log/slog"
 
+	"pluginhost/aitools"
 	"pluginhost/auth"
 	"pluginhost/lifecycle"
 	"pluginhost/storage"
@@ -15,5 +16,6 @@ type Resolver struct {
 	Auth      *auth.Service
 	Lifecycle *lifecycle.Service
 	Storage   *storage.Service
+	AI        *aitools.Service
 	Log       *slog.Logger
 }

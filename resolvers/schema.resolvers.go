@@ -33,6 +33,17 @@ func (r *queryResolver) ValidateManifest(ctx context.Context, manifest models.JS
 	return report, nil
 }
 
+func (r *queryResolver) ValidateUIConfig(ctx context.Context, config models.JSON, manifest models.JSON, extension *string) (*validator.Report, error) {
+	if _, err := auth.Require(ctx); err != nil {
+		return nil, err
+	}
+	var m *models.Manifest
+	if len(manifest) > 0 && string(manifest) != "null" {
+		m = validator.ParseManifest(manifest)
+	}
+	return validator.CheckUIConfig(config, m, deref(extension)), nil
+}
+
 func (r *Resolver) Mutation() graph.MutationResolver { return &mutationResolver{r} }
 
 func (r *Resolver) Query() graph.QueryResolver { return &queryResolver{r} }

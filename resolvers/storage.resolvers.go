@@ -7,6 +7,8 @@ package resolvers
 
 import (
 	"context"
+	"encoding/json"
+	"pluginhost/auth"
 	"pluginhost/models"
 	"pluginhost/storage"
 	"strings"
@@ -60,6 +62,15 @@ func (r *mutationResolver) ResetInstanceStorage(ctx context.Context, instanceID 
 	return true, nil
 }
 
+func (r *mutationResolver) ApplyCapabilityResult(ctx context.Context, instanceID string, capability string, generation int, result models.JSON) (*models.ExtensionResult, error) {
+	user, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := storage.Caller{UserID: user.ID, Generation: int64(generation), Actor: storage.ActorHost, Capability: capability}
+	return r.Storage.ApplyCapabilityResult(ctx, c, instanceID, capability, result)
+}
+
 func (r *queryResolver) StorageItems(ctx context.Context, instanceID string, namespace *string, query *string, limit *int, cursor *string) (*models.ExtensionResult, error) {
 	c, err := r.caller(ctx)
 	if err != nil {
@@ -74,4 +85,16 @@ func (r *queryResolver) StorageItem(ctx context.Context, instanceID string, name
 		return nil, err
 	}
 	return r.Storage.Get(ctx, c, instanceID, deref(namespace), key)
+}
+
+func (r *queryResolver) PluginStorageSnapshot(ctx context.Context, instanceID string) (models.JSON, error) {
+	c, err := r.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := r.Storage.Snapshot(ctx, c, instanceID)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(snap)
 }

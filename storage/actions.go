@@ -176,6 +176,7 @@ func parseHostActions(result models.JSON) ([]*hostAction, error) {
 				return nil, atAction(i, err)
 			}
 		}
+		actions[i] = a
 	}
 	return actions, nil
 }

@@ -25,15 +25,15 @@ func (s *Service) SavedEntities(ctx context.Context, c Caller, instanceID string
 	var keep func([]byte) bool
 	if favorites {
 		keep = func(v []byte) bool {
-			var e models.SavedEntity
+			var e models.SavedEntityValue
 			return json.Unmarshal(v, &e) == nil && e.Favorite != nil && *e.Favorite
 		}
 	}
 	return s.list(ctx, c, instanceID, ListQuery{Namespace: models.SavedEntitiesNamespace, Limit: limit, Cursor: cursor}, keep)
 }
 
-// SetFavorite sets the favorite flag of a saved entity at its revision.
-func (s *Service) SetFavorite(ctx context.Context, c Caller, instanceID, key string, favorite bool, revision int64) (*models.ExtensionResult, error) {
+// ToggleFavorite flips the favorite flag of a saved entity at its revision.
+func (s *Service) ToggleFavorite(ctx context.Context, c Caller, instanceID, key string, revision int64) (*models.ExtensionResult, error) {
 	if err := models.ValidateKey(key); err != nil {
 		return nil, err
 	}
@@ -42,6 +42,7 @@ func (s *Service) SetFavorite(ctx context.Context, c Caller, instanceID, key str
 	}
 	var sc *scope
 	var result database.ItemRow
+	var favorite bool
 	_, err := s.write(ctx, c, instanceID, false, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
 		sc = locked
 		if _, err := sc.namespace(c, models.SavedEntitiesNamespace, models.ToolUpdate); err != nil {
@@ -58,6 +59,9 @@ func (s *Service) SetFavorite(ctx context.Context, c Caller, instanceID, key str
 		if err := json.Unmarshal([]byte(row.Value), &e); err != nil {
 			return nil, err
 		}
+		var was bool
+		json.Unmarshal(e["favorite"], &was)
+		favorite = !was
 		e["favorite"], _ = json.Marshal(favorite)
 		v, _ := json.Marshal(e)
 		m, updated, err := s.update(ctx, tx, c, sc, models.SavedEntitiesNamespace, key, v, revision)
