@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +33,7 @@ import (
 	"pluginhost/database"
 	"pluginhost/httpapi"
 	"pluginhost/lifecycle"
+	"pluginhost/live"
 	"pluginhost/migrations"
 	"pluginhost/models"
 	"pluginhost/resolvers"
@@ -98,6 +100,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 type usageError struct{ error }
 
+func envInt(name string, def int) int {
+	if v, ok := os.LookupEnv(name); ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
 func env(name, def string) string {
 	if v, ok := os.LookupEnv(name); ok {
 		return v
@@ -134,15 +145,20 @@ type app struct {
 	db      *database.DB
 	bus     *changes.Bus
 	store   *storage.Service
+	hub     *live.Hub
+	sockets *httpapi.Sockets
 	handler http.Handler
 	log     *slog.Logger
 }
 
 type config struct {
-	dsn         string
-	dataDir     string
-	trustedKeys string
-	playground  bool
+	dsn            string
+	dataDir        string
+	trustedKeys    string
+	playground     bool
+	maxSubsPerConn int
+	maxSubsPerUser int
+	wsInitTimeout  time.Duration
 }
 
 // newApp opens the store, applies migrations and wires every service.
@@ -181,16 +197,26 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 	}
 	life := &lifecycle.Service{DB: db, Bus: bus, Storage: store, Log: log, TrustedKeys: trusted}
 	ai := &aitools.Service{DB: db, Storage: store, Handles: handles}
-	gql := httpapi.NewGraphQL(&resolvers.Resolver{Auth: authSvc, Lifecycle: life, Storage: store, AI: ai, Log: log}, log)
+	hub := &live.Hub{Bus: bus, Storage: store, MaxPerConnection: cfg.maxSubsPerConn, MaxPerUser: cfg.maxSubsPerUser, Log: log}
+	sockets := httpapi.NewSockets(authSvc, log)
+	if cfg.wsInitTimeout > 0 {
+		sockets.InitTimeout = cfg.wsInitTimeout
+	}
+	gql := httpapi.NewGraphQL(&resolvers.Resolver{Auth: authSvc, Lifecycle: life, Storage: store, AI: ai, Live: hub, Log: log}, log, sockets.Transport())
 	srv := &httpapi.Server{
 		Auth: authSvc, Storage: store, DB: db, GraphQL: gql, Playground: cfg.playground,
 		Metrics: httpapi.NewMetrics(), Log: log,
 	}
-	return &app{db: db, bus: bus, store: store, handler: srv.Handler(), log: log}, nil
+	return &app{db: db, bus: bus, store: store, hub: hub, sockets: sockets, handler: srv.Handler(), log: log}, nil
 }
 
-// close stops the write path and closes the store.
+// close ends subscriptions (they get a shutdown error), closes every
+// websocket, stops the write path and closes the store.
 func (a *app) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	a.hub.Close(ctx)
+	a.sockets.Shutdown()
 	a.store.Close()
 	a.db.Close()
 }
@@ -204,6 +230,9 @@ func serve(args []string, stderr io.Writer) error {
 	trustedKeys := fs.String("trusted-keys", env("PLUGINHOST_TRUSTED_KEYS", ""), "folder of trusted *.pub publisher keys")
 	play := fs.Bool("playground", env("PLUGINHOST_PLAYGROUND", "true") == "true", "serve GraphiQL at /playground for admins")
 	level := fs.String("log-level", env("PLUGINHOST_LOG_LEVEL", "info"), "debug, info, warn or error")
+	perConn := fs.Int("max-subscriptions-per-connection", envInt("PLUGINHOST_MAX_SUBSCRIPTIONS_PER_CONNECTION", live.DefaultMaxPerConnection), "open subscriptions one websocket may hold")
+	initTimeout := fs.Duration("ws-init-timeout", httpapi.DefaultInitTimeout, "how long a websocket client has to send connection_init")
+	perUser := fs.Int("max-subscriptions-per-user", envInt("PLUGINHOST_MAX_SUBSCRIPTIONS_PER_USER", live.DefaultMaxPerUser), "open subscriptions one user may hold")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
@@ -216,7 +245,8 @@ func serve(args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a, err := newApp(ctx, config{dsn: *dsn, dataDir: *dataDir, trustedKeys: *trustedKeys, playground: *play}, log)
+	a, err := newApp(ctx, config{dsn: *dsn, dataDir: *dataDir, trustedKeys: *trustedKeys, playground: *play,
+		maxSubsPerConn: *perConn, maxSubsPerUser: *perUser, wsInitTimeout: *initTimeout}, log)
 	if err != nil {
 		return err
 	}
@@ -234,10 +264,13 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
+	log.Info("shutting down", "subscriptions", a.hub.Open(), "websockets", a.sockets.Connections())
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return hs.Shutdown(sctx)
+	hs.SetKeepAlivesEnabled(false)
+	err = hs.Shutdown(sctx)
+	log.Info("stopped")
+	return err
 }
 
 func tokenCmd(args []string, stdout, stderr io.Writer) error {

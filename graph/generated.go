@@ -34,6 +34,8 @@ type ResolverRoot interface {
 	Instance() InstanceResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
+	StorageChange() StorageChangeResolver
+	Subscription() SubscriptionResolver
 }
 
 type DirectiveRoot struct {
@@ -195,6 +197,19 @@ type ComplexityRoot struct {
 		NextCursor func(childComplexity int) int
 	}
 
+	StorageChange struct {
+		InstanceID      func(childComplexity int) int
+		ItemRevision    func(childComplexity int) int
+		Key             func(childComplexity int) int
+		Namespace       func(childComplexity int) int
+		Operation       func(childComplexity int) int
+		StorageRevision func(childComplexity int) int
+	}
+
+	Subscription struct {
+		StorageChanged func(childComplexity int, instanceID string, namespaces []string) int
+	}
+
 	User struct {
 		Admin func(childComplexity int) int
 		ID    func(childComplexity int) int
@@ -259,6 +274,12 @@ type QueryResolver interface {
 	StorageItems(ctx context.Context, instanceID string, namespace *string, query *string, limit *int, cursor *string) (*models.ExtensionResult, error)
 	StorageItem(ctx context.Context, instanceID string, namespace *string, key string) (*models.ExtensionResult, error)
 	PluginStorageSnapshot(ctx context.Context, instanceID string) (models.JSON, error)
+}
+type StorageChangeResolver interface {
+	Operation(ctx context.Context, obj *models.StorageChange) (string, error)
+}
+type SubscriptionResolver interface {
+	StorageChanged(ctx context.Context, instanceID string, namespaces []string) (<-chan *models.StorageChange, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1095,6 +1116,55 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SavedEntityPage.NextCursor(childComplexity), true
 
+	case "StorageChange.instanceId":
+		if e.ComplexityRoot.StorageChange.InstanceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StorageChange.InstanceID(childComplexity), true
+	case "StorageChange.itemRevision":
+		if e.ComplexityRoot.StorageChange.ItemRevision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StorageChange.ItemRevision(childComplexity), true
+	case "StorageChange.key":
+		if e.ComplexityRoot.StorageChange.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StorageChange.Key(childComplexity), true
+	case "StorageChange.namespace":
+		if e.ComplexityRoot.StorageChange.Namespace == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StorageChange.Namespace(childComplexity), true
+	case "StorageChange.operation":
+		if e.ComplexityRoot.StorageChange.Operation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StorageChange.Operation(childComplexity), true
+	case "StorageChange.storageRevision":
+		if e.ComplexityRoot.StorageChange.StorageRevision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StorageChange.StorageRevision(childComplexity), true
+
+	case "Subscription.storageChanged":
+		if e.ComplexityRoot.Subscription.StorageChanged == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_storageChanged_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.StorageChanged(childComplexity, args["instanceId"].(string), args["namespaces"].([]string)), true
+
 	case "User.admin":
 		if e.ComplexityRoot.User.Admin == nil {
 			break
@@ -1191,6 +1261,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 				Data: buf.Bytes(),
 			}
 		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
@@ -1216,7 +1303,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "ai.graphqls" "plugins.graphqls" "saved.graphqls" "schema.graphqls" "storage.graphqls"
+//go:embed "ai.graphqls" "live.graphqls" "plugins.graphqls" "saved.graphqls" "schema.graphqls" "storage.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1229,6 +1316,7 @@ func sourceData(filename string) string {
 
 var sources = []*ast.Source{
 	{Name: "ai.graphqls", Input: sourceData("ai.graphqls"), BuiltIn: false},
+	{Name: "live.graphqls", Input: sourceData("live.graphqls"), BuiltIn: false},
 	{Name: "plugins.graphqls", Input: sourceData("plugins.graphqls"), BuiltIn: false},
 	{Name: "saved.graphqls", Input: sourceData("saved.graphqls"), BuiltIn: false},
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
@@ -1474,6 +1562,24 @@ func (ec *executionContext) childFields_SavedEntityPage(ctx context.Context, fie
 		return ec.fieldContext_SavedEntityPage_nextCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SavedEntityPage", field.Name)
+}
+
+func (ec *executionContext) childFields_StorageChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "instanceId":
+		return ec.fieldContext_StorageChange_instanceId(ctx, field)
+	case "storageRevision":
+		return ec.fieldContext_StorageChange_storageRevision(ctx, field)
+	case "namespace":
+		return ec.fieldContext_StorageChange_namespace(ctx, field)
+	case "key":
+		return ec.fieldContext_StorageChange_key(ctx, field)
+	case "operation":
+		return ec.fieldContext_StorageChange_operation(ctx, field)
+	case "itemRevision":
+		return ec.fieldContext_StorageChange_itemRevision(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type StorageChange", field.Name)
 }
 
 func (ec *executionContext) childFields_User(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2387,6 +2493,28 @@ func (ec *executionContext) field_Query_validateUiConfig_args(ctx context.Contex
 		return nil, err
 	}
 	args["extension"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_storageChanged_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "namespaces",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["namespaces"] = arg1
 	return args, nil
 }
 
@@ -5743,6 +5871,188 @@ func (ec *executionContext) fieldContext_SavedEntityPage_nextCursor(_ context.Co
 	return graphql.NewScalarFieldContext("SavedEntityPage", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _StorageChange_instanceId(ctx context.Context, field graphql.CollectedField, obj *models.StorageChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StorageChange_instanceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InstanceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_StorageChange_instanceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StorageChange", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _StorageChange_storageRevision(ctx context.Context, field graphql.CollectedField, obj *models.StorageChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StorageChange_storageRevision(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StorageRevision, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_StorageChange_storageRevision(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StorageChange", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _StorageChange_namespace(ctx context.Context, field graphql.CollectedField, obj *models.StorageChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StorageChange_namespace(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Namespace, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_StorageChange_namespace(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StorageChange", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _StorageChange_key(ctx context.Context, field graphql.CollectedField, obj *models.StorageChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StorageChange_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Key, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_StorageChange_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StorageChange", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _StorageChange_operation(ctx context.Context, field graphql.CollectedField, obj *models.StorageChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StorageChange_operation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.StorageChange().Operation(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_StorageChange_operation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StorageChange", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _StorageChange_itemRevision(ctx context.Context, field graphql.CollectedField, obj *models.StorageChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StorageChange_itemRevision(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ItemRevision, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_StorageChange_itemRevision(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StorageChange", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Subscription_storageChanged(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_storageChanged(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().StorageChanged(ctx, fc.Args["instanceId"].(string), fc.Args["namespaces"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *models.StorageChange) graphql.Marshaler {
+			return ec.marshalNStorageChange2ᚖpluginhostᚋmodelsᚐStorageChange(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_storageChanged(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_StorageChange(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_storageChanged_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *models.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8600,6 +8910,122 @@ func (ec *executionContext) _SavedEntityPage(ctx context.Context, sel ast.Select
 	return out
 }
 
+var storageChangeImplementors = []string{"StorageChange"}
+
+func (ec *executionContext) _StorageChange(ctx context.Context, sel ast.SelectionSet, obj *models.StorageChange) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, storageChangeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("StorageChange")
+		case "instanceId":
+			out.Values[i] = ec._StorageChange_instanceId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "storageRevision":
+			out.Values[i] = ec._StorageChange_storageRevision(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "namespace":
+			out.Values[i] = ec._StorageChange_namespace(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "key":
+			out.Values[i] = ec._StorageChange_key(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "operation":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._StorageChange_operation(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "itemRevision":
+			out.Values[i] = ec._StorageChange_itemRevision(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "storageChanged":
+		return ec._Subscription_storageChanged(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
+}
+
 var userImplementors = []string{"User"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *models.User) graphql.Marshaler {
@@ -9451,6 +9877,16 @@ func (ec *executionContext) marshalNSavedEntityPage2ᚖpluginhostᚋgraphᚐSave
 	return ec._SavedEntityPage(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNStorageChange2ᚖpluginhostᚋmodelsᚐStorageChange(ctx context.Context, sel ast.SelectionSet, v *models.StorageChange) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._StorageChange(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalString(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -9729,6 +10165,24 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	return res
 }
 
+func (ec *executionContext) unmarshalOInt2ᚖint64(ctx context.Context, v any) (*int64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalInt64(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOInt2ᚖint64(ctx context.Context, sel ast.SelectionSet, v *int64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalInt64(*v)
+	return res
+}
+
 func (ec *executionContext) unmarshalOJSON2pluginhostᚋmodelsᚐJSON(ctx context.Context, v any) (models.JSON, error) {
 	if v == nil {
 		return nil, nil
@@ -9755,6 +10209,41 @@ func (ec *executionContext) marshalOString2string(ctx context.Context, sel ast.S
 	_ = ctx
 	res := graphql.MarshalString(v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

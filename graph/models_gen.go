@@ -158,3 +158,6 @@ type SavedEntityPage struct {
 	// Pass as cursor to read the next page.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
+
+type Subscription struct {
+}

@@ -305,6 +305,17 @@ func (s *Service) SetInstanceGrant(ctx context.Context, user *models.User, insta
 	return inst, nil
 }
 
+// accessChanged tells watchers of Instances that their access must be checked
+// again.
+func (s *Service) accessChanged(instanceIDs ...string) {
+	if s.Bus == nil {
+		return
+	}
+	for _, id := range instanceIDs {
+		s.Bus.Publish(models.StorageChange{InstanceID: id, Operation: models.OpAccess})
+	}
+}
+
 func (s *Service) log() *slog.Logger {
 	if s.Log == nil {
 		return slog.New(slog.DiscardHandler)
@@ -362,6 +373,7 @@ func (s *Service) SetInstanceEnabled(ctx context.Context, user *models.User, ins
 			return nil, err
 		}
 		inst.Enabled = enabled
+		s.accessChanged(inst.ID)
 		s.log().Info("instance enabled changed", "instance", inst.ID, "enabled", enabled, "user", user.ID)
 	}
 	return inst, nil

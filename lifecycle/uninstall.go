@@ -61,6 +61,11 @@ func (s *Service) Uninstall(ctx context.Context, user *models.User, installation
 	if err != nil {
 		return err
 	}
+	ids := make([]string, len(instances))
+	for i, in := range instances {
+		ids[i] = in.ID
+	}
+	s.accessChanged(ids...)
 	s.log().Info("plugin uninstalled", "installation", row.ID, "plugin", row.PluginID, "data_policy", row.DataPolicy,
 		"instances", len(instances), "deleted_items", deletedItems, "user", user.ID)
 	return nil

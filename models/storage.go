@@ -100,6 +100,9 @@ const (
 	OpReset    = "reset"
 	OpMigrate  = "migrate"
 	OpSnapshot = "snapshot"
+	// OpAccess is internal: who may watch an Instance changed (disabled,
+	// uninstalled). It is never delivered; watchers check their access again.
+	OpAccess = "access"
 )
 
 // StorageChange is a committed change of one Instance's storage. StorageRevision
@@ -113,4 +116,7 @@ type StorageChange struct {
 	Key             *string `json:"key,omitempty"`
 	Operation       string  `json:"operation"`
 	ItemRevision    *int64  `json:"item_revision,omitempty"`
+	// End, on the last message of a subscription that the host ends, says
+	// why (for example the Instance was disabled). It never crosses replicas.
+	End *Error `json:"-"`
 }

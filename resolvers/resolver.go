@@ -8,6 +8,7 @@ import (
 	"pluginhost/aitools"
 	"pluginhost/auth"
 	"pluginhost/lifecycle"
+	"pluginhost/live"
 	"pluginhost/storage"
 )
 
@@ -17,5 +18,6 @@ type Resolver struct {
 	Lifecycle *lifecycle.Service
 	Storage   *storage.Service
 	AI        *aitools.Service
+	Live      *live.Hub
 	Log       *slog.Logger
 }

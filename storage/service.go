@@ -336,3 +336,33 @@ func (s *Service) internal(err error) error {
 	}
 	return fmt.Errorf("storage: %w", err)
 }
+
+// Watch checks that the caller may watch an Instance's changes, and the
+// namespaces of a filter (all declared), and returns the current storage
+// revision. It applies the rules of every read.
+func (s *Service) Watch(ctx context.Context, c Caller, instanceID string, namespaces []string) (int64, error) {
+	sc, err := s.loadScope(ctx, nil, c, instanceID)
+	if err != nil {
+		return 0, s.internal(err)
+	}
+	for _, ns := range namespaces {
+		if _, err := sc.namespace(c, ns, models.ToolList); err != nil {
+			return 0, err
+		}
+		if ns == "" {
+			return 0, models.Errorf(models.ErrInvalid, "namespace names in a filter may not be empty")
+		}
+	}
+	return sc.StorageRevision, nil
+}
+
+// Revision returns an Instance's current storage revision, or false when it
+// no longer exists.
+func (s *Service) Revision(ctx context.Context, instanceID string) (int64, bool, error) {
+	var rev int64
+	err := s.DB.Read.WithContext(ctx).Raw("SELECT storage_revision FROM instances WHERE id = ?", instanceID).Row().Scan(&rev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return rev, err == nil, err
+}
