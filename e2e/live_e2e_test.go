@@ -46,7 +46,9 @@ func TestSubscriptions(t *testing.T) {
 				alice.Must(t, createQ, map[string]any{"i": id, "n": "other", "k": k, "v": 1}, nil)
 				alice.Must(t, deleteQ, map[string]any{"i": id, "n": "notes", "k": k, "r": 2}, nil)
 				alice.Must(t, `mutation($i:ID!){setAiStorageConsent(installationId:$i,granted:true){id}}`, map[string]any{"i": instl}, nil)
-				var tools struct{ AiTools []struct{ Handle, Capability, InstanceID string } }
+				var tools struct {
+					AiTools []struct{ Handle, Capability, InstanceID string }
+				}
 				alice.Must(t, `{aiTools{handle capability instanceId}}`, nil, &tools)
 				for _, tl := range tools.AiTools {
 					if tl.InstanceID == id && tl.Capability == "host.storage.create" {

@@ -54,7 +54,9 @@ type Conn struct {
 type connKey struct{}
 
 // WithConn returns a context for the operations of one connection.
-func WithConn(ctx context.Context, c *Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }
+func WithConn(ctx context.Context, c *Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
 
 func connFrom(ctx context.Context) *Conn {
 	c, _ := ctx.Value(connKey{}).(*Conn)
