@@ -35,6 +35,7 @@ import (
 	"pluginhost/lifecycle"
 	"pluginhost/live"
 	"pluginhost/migrations"
+	"pluginhost/relay"
 	"pluginhost/models"
 	"pluginhost/resolvers"
 	"pluginhost/secret"
@@ -147,6 +148,7 @@ type app struct {
 	store   *storage.Service
 	hub     *live.Hub
 	sockets *httpapi.Sockets
+	relay   *relay.Relay
 	handler http.Handler
 	log     *slog.Logger
 }
@@ -159,6 +161,7 @@ type config struct {
 	maxSubsPerConn int
 	maxSubsPerUser int
 	wsInitTimeout  time.Duration
+	redis          string
 }
 
 // newApp opens the store, applies migrations and wires every service.
@@ -190,10 +193,19 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		return nil, err
 	}
 	bus := changes.NewBus()
+	var rl *relay.Relay
 	authSvc := &auth.Service{DB: db}
 	store := &storage.Service{DB: db, Bus: bus, Log: log}
 	if db.Dialect == database.SQLite {
 		store.StartBatching()
+	}
+	if cfg.redis != "" {
+		if rl, err = relay.Start(cfg.redis, bus, store, log); err != nil {
+			store.Close()
+			db.Close()
+			return nil, err
+		}
+		log.Info("change events cross replicas through Redis", "redis", cfg.redis)
 	}
 	life := &lifecycle.Service{DB: db, Bus: bus, Storage: store, Log: log, TrustedKeys: trusted}
 	ai := &aitools.Service{DB: db, Storage: store, Handles: handles}
@@ -207,7 +219,7 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		Auth: authSvc, Storage: store, DB: db, GraphQL: gql, Playground: cfg.playground,
 		Metrics: httpapi.NewMetrics(), Log: log,
 	}
-	return &app{db: db, bus: bus, store: store, hub: hub, sockets: sockets, handler: srv.Handler(), log: log}, nil
+	return &app{db: db, bus: bus, store: store, hub: hub, sockets: sockets, relay: rl, handler: srv.Handler(), log: log}, nil
 }
 
 // close ends subscriptions (they get a shutdown error), closes every
@@ -217,6 +229,9 @@ func (a *app) close() {
 	defer cancel()
 	a.hub.Close(ctx)
 	a.sockets.Shutdown()
+	if a.relay != nil {
+		a.relay.Close()
+	}
 	a.store.Close()
 	a.db.Close()
 }
@@ -240,13 +255,10 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *redis != "" {
-		return usageError{errors.New("--redis: cross-replica change events are not available in this build yet")}
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a, err := newApp(ctx, config{dsn: *dsn, dataDir: *dataDir, trustedKeys: *trustedKeys, playground: *play,
-		maxSubsPerConn: *perConn, maxSubsPerUser: *perUser, wsInitTimeout: *initTimeout}, log)
+		maxSubsPerConn: *perConn, maxSubsPerUser: *perUser, wsInitTimeout: *initTimeout, redis: *redis}, log)
 	if err != nil {
 		return err
 	}

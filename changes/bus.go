@@ -102,8 +102,10 @@ func (s *Subscription) push(c models.StorageChange) {
 	if len(s.queue) < QueueLength && s.latest == nil {
 		s.queue = append(s.queue, c)
 	} else {
+		if s.latest != nil {
+			s.coalesced++ // the previous latest is folded into this one
+		}
 		s.latest = &c
-		s.coalesced++
 	}
 	s.mu.Unlock()
 	select {
