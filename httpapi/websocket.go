@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
@@ -42,9 +43,10 @@ type Sockets struct {
 	InitTimeout time.Duration
 
 	upgrader websocket.Upgrader
-	mu       sync.Mutex
-	conns    map[*wsConn]struct{}
-	closed   bool
+	mu        sync.Mutex
+	conns     map[*wsConn]struct{}
+	closed    bool
+	lastWrite atomic.Int64 // unix nanoseconds of the last message written
 	stop     chan struct{}
 	done     chan struct{}
 }
@@ -178,6 +180,15 @@ func (s *Sockets) Shutdown() {
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
+	// Let messages already handed to writers (the subscriptions' final
+	// errors) go out before the close frames: wait for writes to go quiet.
+	begun := time.Now().UnixNano()
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		if time.Since(time.Unix(0, max(begun, s.lastWrite.Load()))) > 100*time.Millisecond {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for _, c := range conns {
 		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
 		c.Close()
@@ -212,7 +223,9 @@ func (c *wsConn) WriteJSON(v any) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	return c.ws.WriteMessage(websocket.TextMessage, b)
+	err = c.ws.WriteMessage(websocket.TextMessage, b)
+	c.owner.lastWrite.Store(time.Now().UnixNano())
+	return err
 }
 
 func (c *wsConn) WriteClose(code int, message string) error {

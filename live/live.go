@@ -92,7 +92,9 @@ func (h *Hub) Subscribe(ctx context.Context, user *models.User, instanceID strin
 	h.wg.Add(1)
 	h.mu.Unlock()
 
-	out := make(chan *models.StorageChange, 1)
+	// Unbuffered: a change is handed to the transport's writer, so that when
+	// Close returns every final message has been taken for writing.
+	out := make(chan *models.StorageChange)
 	go func() {
 		defer h.wg.Done()
 		defer h.release(user.ID, conn)
