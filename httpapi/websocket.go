@@ -42,13 +42,13 @@ type Sockets struct {
 	// InitTimeout is how long a client has to send connection_init.
 	InitTimeout time.Duration
 
-	upgrader websocket.Upgrader
+	upgrader  websocket.Upgrader
 	mu        sync.Mutex
 	conns     map[*wsConn]struct{}
 	closed    bool
 	lastWrite atomic.Int64 // unix nanoseconds of the last message written
-	stop     chan struct{}
-	done     chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 // NewSockets starts the shared pinger; Shutdown stops it.
