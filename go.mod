@@ -26,10 +26,13 @@ require (
 	github.com/urfave/cli/v3 v3.11.0 // indirect
 	github.com/vektah/gqlparser/v2 v2.5.64 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/image v0.46.0
 	golang.org/x/mod v0.41.0 // indirect
-	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/net v0.60.0
+	golang.org/x/sync v0.23.0
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/time v0.16.0
 	golang.org/x/tools v0.49.0 // indirect
 	gorm.io/driver/mysql v1.6.0 // indirect
 	gorm.io/gorm v1.31.2 // indirect
