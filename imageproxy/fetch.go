@@ -195,6 +195,9 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Image, error) {
 
 	// 5. The body.
 	body, err := readBody(resp.Body, resp.ContentLength, maxBytes)
+	if err == nil {
+		err = ctx.Err() // a body cut off by the deadline can read as a clean end
+	}
 	if err != nil {
 		return fail(err)
 	}

@@ -165,12 +165,9 @@ func inspectPNG(b []byte) (info, error) {
 			if !seenIDAT {
 				return in, corrupt("png: no IDAT")
 			}
-			in.frames = 1
-			if seenACTL {
-				if uint64(fcTLs) != uint64(declaredFrames) {
-					return in, corrupt("png: acTL declares %d frames but there are %d fcTL chunks", declaredFrames, fcTLs)
-				}
-				in.frames = fcTLs
+			if seenACTL && uint64(fcTLs) != uint64(declaredFrames) {
+				// in.frames keeps the larger count, for the frame limit.
+				return in, corrupt("png: acTL declares %d frames but there are %d fcTL chunks", declaredFrames, fcTLs)
 			}
 			// image/png decodes into 1 byte per pixel for a palette, 8 for 16-bit
 			// samples, at most 4 otherwise; interlaced images need the pass too.
