@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -287,8 +288,9 @@ func (n *testNet) assertNothingReached(t testing.TB) {
 	}
 }
 
-// serveBytes is a handler that answers 200 with body as contentType; an
-// empty contentType sends no Content-Type at all.
+// serveBytes is a handler that answers 200 with body as contentType and its
+// Content-Length, as image hosts do; an empty contentType sends no
+// Content-Type at all.
 func serveBytes(contentType string, body []byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if contentType == "" {
@@ -296,6 +298,7 @@ func serveBytes(contentType string, body []byte) http.HandlerFunc {
 		} else {
 			w.Header().Set("Content-Type", contentType)
 		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.Write(body)
 	}
 }
