@@ -66,8 +66,11 @@
 //
 // Rate and concurrency: each user has a token bucket (10 requests a second,
 // burst 20 by default: a screen of images at once, then a trickle); the
-// proxy runs at most 16 fetches at once and a request waits at most 5 s for
+// proxy runs at most 8 fetches at once and a request waits at most 5 s for
 // a slot. Either limit answers 429 with code RATE_LIMITED and Retry-After.
+// Fetches in flight bound the bodies held (8 x 512 KiB), the decode bound
+// the pixel buffers (16 MiB); BenchmarkConcurrentFetchMemory measures the
+// two together.
 //
 // Request body: the endpoint's body is {"url": "..."}, at most 8 KiB. A body
 // that is not that JSON is refused as 422 invalid_url: for the renderer it

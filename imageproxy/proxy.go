@@ -24,8 +24,12 @@ const (
 	// images fetches them in a burst, then rarely.
 	DefaultRatePerSecond = 10.0
 	DefaultBurst         = 20
-	// DefaultMaxConcurrent bounds fetches in flight over all users.
-	DefaultMaxConcurrent = 16
+	// DefaultMaxConcurrent bounds fetches in flight over all users. Each
+	// may hold a body of up to 512 KiB while it waits for decode memory; at
+	// 8, 64 concurrent requests for 512 KiB photos peak at about 53 MiB of
+	// heap, at 16 at 50 to 67 MiB depending on the machine's load
+	// (BenchmarkConcurrentFetchMemory), so 8 keeps them under 64 MiB.
+	DefaultMaxConcurrent = 8
 	// DefaultMaxQueueWait bounds how long a request waits for one of the
 	// MaxConcurrent slots before it is told to retry.
 	DefaultMaxQueueWait = 5 * time.Second
