@@ -330,14 +330,19 @@ func parseTarget(raw string) (*target, *Rejection) {
 		t.ip, t.host = a, a.String()
 	} else {
 		name := strings.TrimSuffix(host, ".")
+		if name == "" {
+			return bad("empty host name")
+		}
 		ascii, err := idnaProfile.ToASCII(name)
-		if err != nil || name == "" {
+		if err != nil {
 			return bad("host name: %v", err)
 		}
 		if a, err := netip.ParseAddr(ascii); err == nil && a.Is4() {
 			t.ip, t.host = a, a.String()
 		} else if numericHost(ascii) {
 			return bad("numeric host %q is not a dotted-quad IPv4 address", ascii)
+		} else if !dnsName(ascii) {
+			return bad("host %q is not a DNS name", ascii)
 		} else {
 			t.host = ascii
 		}
@@ -348,6 +353,27 @@ func parseTarget(raw string) (*target, *Rejection) {
 	}
 	t.url = &url.URL{Scheme: "https", Host: hostport, Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}
 	return t, nil
+}
+
+// dnsName reports whether host is a DNS name of letters, digits and
+// hyphens: labels of 1 to 63 characters, not starting or ending with a
+// hyphen, 253 characters in all. The IDNA profile checks most of it; this
+// also refuses empty labels, such as a second trailing dot.
+func dnsName(host string) bool {
+	if len(host) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(host, ".") {
+		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range []byte(label) {
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // numericHost reports whether the last label of a host name is a number

@@ -147,6 +147,9 @@ func TestSSRF(t *testing.T) {
 		{"scheme-relative", "//127.0.0.1/a.png", ReasonInvalidURL},
 		{"relative", "/a.png", ReasonInvalidURL},
 		{"no host", "https:///a.png", ReasonInvalidURL},
+		{"host of one dot", "https://./a.png", ReasonInvalidURL},
+		{"host of two trailing dots", "https://img.example.com../a.png", ReasonInvalidURL},
+		{"IDNA name that is not valid", "https://xn--a.example.com/a.png", ReasonInvalidURL},
 		{"opaque https", "https:img.example.com", ReasonInvalidURL},
 		{"underscore in name", "https://img_1.example.com/a.png", ReasonInvalidURL},
 		{"too long", "https://img.example.com/" + strings.Repeat("a", maxURLLength), ReasonInvalidURL},
@@ -270,6 +273,34 @@ func TestDialControlNetworks(t *testing.T) {
 			if !errors.As(err, &rej) || rej.Reason != ReasonBlockedAddress {
 				t.Errorf("dialControl(%s, %s) = %v, want blocked_address", tt.network, tt.address, err)
 			}
+		}
+	}
+}
+
+// TestFetchIDNAHost: host names are IDNA-mapped (UTS #46) before they are
+// resolved and sent, so the name that is checked is the name that is used.
+func TestFetchIDNAHost(t *testing.T) {
+	n := newTestNet(t)
+	png := readTestdata(t, "basn6a08.png")
+	n.serve(t, "xn--bcher-kva.example", serveBytes("image/png", png))
+	n.serve(t, "img.example.com", serveBytes("image/png", png))
+	f := n.fetcher(t)
+	for _, u := range []string{
+		"https://bücher.example/a.png",
+		"https://BÜCHER.example/a.png",
+		"https://xn--bcher-kva.example/a.png",
+		"https://ｉｍｇ．ｅｘａｍｐｌｅ．ｃｏｍ/a.png",
+		"https://IMG.Example.COM./a.png",
+	} {
+		if _, err := f.Fetch(context.Background(), u); err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for name := range n.lookups {
+		if name != "xn--bcher-kva.example" && name != "img.example.com" {
+			t.Errorf("resolved %q, want only the mapped names", name)
 		}
 	}
 }
