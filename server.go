@@ -32,6 +32,7 @@ import (
 	"pluginhost/changes"
 	"pluginhost/database"
 	"pluginhost/httpapi"
+	"pluginhost/imageproxy"
 	"pluginhost/lifecycle"
 	"pluginhost/live"
 	"pluginhost/migrations"
@@ -217,7 +218,7 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 	gql := httpapi.NewGraphQL(&resolvers.Resolver{Auth: authSvc, Lifecycle: life, Storage: store, AI: ai, Live: hub, Log: log}, log, sockets.Transport())
 	srv := &httpapi.Server{
 		Auth: authSvc, Storage: store, DB: db, GraphQL: gql, Playground: cfg.playground,
-		Metrics: httpapi.NewMetrics(), Log: log,
+		Lifecycle: life, ImageProxy: &imageproxy.Proxy{Logger: log}, Metrics: httpapi.NewMetrics(), Log: log,
 	}
 	return &app{db: db, bus: bus, store: store, hub: hub, sockets: sockets, relay: rl, handler: srv.Handler(), log: log}, nil
 }

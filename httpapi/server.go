@@ -16,6 +16,7 @@ import (
 
 	"pluginhost/auth"
 	"pluginhost/database"
+	"pluginhost/lifecycle"
 	"pluginhost/models"
 	"pluginhost/storage"
 )
@@ -33,8 +34,9 @@ type Server struct {
 	GraphQL http.Handler
 	// Playground enables GET /playground for admins.
 	Playground bool
-	// ImageProxy serves ui-images:fetch for an authenticated user; nil disables it.
-	ImageProxy http.Handler
+	// Lifecycle and ImageProxy serve ui-images:fetch; a nil ImageProxy disables it.
+	Lifecycle  *lifecycle.Service
+	ImageProxy ImageFetcher
 	Metrics    *Metrics
 	Log        *slog.Logger
 }
@@ -53,7 +55,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.Handle("DELETE /v1/plugin-instances/{instance_id}/storage", s.authenticated(http.HandlerFunc(s.resetStorage)))
 	if s.ImageProxy != nil {
-		mux.Handle("POST /v1/plugin-instances/{instance_id}/ui-images:fetch", s.authenticated(s.ImageProxy))
+		mux.Handle("POST /v1/plugin-instances/{instance_id}/ui-images:fetch", s.authenticated(images(s.Lifecycle, s.ImageProxy, s)))
 	}
 	return s.Metrics.Instrument(mux)
 }

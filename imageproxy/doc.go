@@ -45,11 +45,10 @@
 // A file whose Content-Type and magic bytes agree on a supported format but
 // which is truncated, has a chunk or segment running past its end, frame
 // headers that disagree (APNG acTL against fcTL) or a first frame that does
-// not decode, is refused as upstream_status: the upstream did not deliver a
-// sound image, as with any other broken answer. unsupported_format would
-// claim the format is not one the proxy takes, and format_mismatch that
-// declarations disagree; neither is what happened. The Detail (logged)
-// says "corrupt file". See reasonCorrupt.
+// not decode, is refused as unsupported_format: the body is not a valid file
+// of a supported format. upstream_status would point a client at the HTTP
+// answer, which was fine, and format_mismatch at declarations that disagree.
+// The Detail (logged) says "corrupt file". See reasonCorrupt.
 //
 // Limits from headers first: size, frames and pixels are read from the
 // headers (IHDR/acTL/fcTL, the GIF screen and image descriptors, the JPEG

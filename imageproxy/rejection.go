@@ -20,8 +20,7 @@ const (
 	ReasonRedirect = "redirect"
 	// ReasonUpstreamStatus: the upstream did not deliver a sound 200 answer: another
 	// status, a name that does not resolve, a refused or failed connection or TLS
-	// handshake, a broken response, and also a file that is corrupt or truncated
-	// (see reasonCorrupt).
+	// handshake, a broken response.
 	ReasonUpstreamStatus = "upstream_status"
 	// ReasonTimeout: the connect, the TLS handshake, the response headers or the
 	// whole fetch took longer than its limit.
@@ -49,14 +48,11 @@ const (
 // headers that disagree (APNG acTL against fcTL), or a first frame that does
 // not decode.
 //
-// The contract's list is closed, so there is no "corrupt" reason.
-// unsupported_format would claim the format is one the proxy does not take,
-// and format_mismatch that two declarations disagree; neither is what
-// happened. What happened is that the upstream's answer is not a usable image,
-// which is what upstream_status reports for every other broken answer, so a
-// corrupt file is reported as upstream_status with a Detail that says
-// "corrupt".
-const reasonCorrupt = ReasonUpstreamStatus
+// The contract's list is closed, so there is no "corrupt" reason. Such a body
+// is not a valid PNG, JPEG, GIF or WebP file, which is what unsupported_format
+// says to a client; upstream_status would point it at the HTTP answer, which
+// was fine. The Detail (logged) says "corrupt file".
+const reasonCorrupt = ReasonUnsupportedFormat
 
 // Rejection is the error Fetch returns when the URL or the fetched image
 // breaks a rule of the proxy. Reason is one of the Reason constants; Detail
