@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -142,6 +143,15 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
+// tuneRuntime sets the garbage collector's pacing for a server: unless GOGC
+// is set, the heap may grow to three times the live data between collections
+// (GOGC=200), which halves collections for a modest amount of memory.
+func tuneRuntime() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(200)
+	}
+}
+
 // app is the wired server.
 type app struct {
 	db      *database.DB
@@ -256,6 +266,7 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tuneRuntime()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a, err := newApp(ctx, config{dsn: *dsn, dataDir: *dataDir, trustedKeys: *trustedKeys, playground: *play,

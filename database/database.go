@@ -29,6 +29,9 @@ const (
 const DefaultDSN = "sqlite:./data/pluginhost.db"
 
 // SQLite settings: every connection waits this long for a lock before failing.
+// Commits are synchronous=FULL: an acknowledged write survives a power loss,
+// not only a crash of the process; group commit (see package storage) keeps
+// that to one sync per batch of writes.
 const sqliteBusyTimeout = 10 * time.Second
 
 // DB is an open store. On SQLite, Write is a single connection (SQLite allows one
@@ -69,7 +72,7 @@ func openSQLite(path string) (*DB, error) {
 			return nil, fmt.Errorf("database: create %s: %w", dir, err)
 		}
 	}
-	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)",
+	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)",
 		sqliteBusyTimeout.Milliseconds())
 	w, err := gorm.Open(sqliteDialector{dsn: "file:" + path + "?" + pragmas + "&_txlock=immediate"}, gormConfig())
 	if err != nil {

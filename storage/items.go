@@ -228,7 +228,7 @@ func (s *Service) Reset(ctx context.Context, c Caller, instanceID string) (int64
 		if deleted, err = res.RowsAffected(); err != nil {
 			return nil, err
 		}
-		if err := s.addUsage(ctx, tx, sc.InstallationID, -freed); err != nil {
+		if err := s.addUsage(ctx, tx, sc, -freed); err != nil {
 			return nil, err
 		}
 		return []mutation{{op: models.OpReset}}, nil
@@ -289,7 +289,7 @@ func (s *Service) createItem(ctx context.Context, tx *sql.Tx, sc *scope, ns mode
 	if _, err := on(ctx, tx, q.insert).ExecContext(ctx, row.InstanceID, row.Namespace, row.Key, row.InstallationID, row.Value, row.Size, t, t); err != nil {
 		return row, err
 	}
-	return row, s.addUsage(ctx, tx, sc.InstallationID, size)
+	return row, s.addUsage(ctx, tx, sc, size)
 }
 
 // updateItem replaces a value at the expected revision.
@@ -317,7 +317,7 @@ func (s *Service) updateItem(ctx context.Context, tx *sql.Tx, sc *scope, ns mode
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return row, staleOr(err, key, ns.ID)
 	}
-	return row, s.addUsage(ctx, tx, sc.InstallationID, size-old)
+	return row, s.addUsage(ctx, tx, sc, size-old)
 }
 
 // deleteItem removes a key at the expected revision and returns it as it was.
@@ -337,7 +337,7 @@ func (s *Service) deleteItem(ctx context.Context, tx *sql.Tx, sc *scope, ns mode
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return row, staleOr(err, key, ns.ID)
 	}
-	return row, s.addUsage(ctx, tx, sc.InstallationID, -row.Size)
+	return row, s.addUsage(ctx, tx, sc, -row.Size)
 }
 
 func staleOr(err error, key, ns string) error {
@@ -368,12 +368,13 @@ func (s *Service) checkQuota(ctx context.Context, tx *sql.Tx, sc *scope, ns mode
 	return nil
 }
 
-// addUsage moves the Installation's byte counter.
-func (s *Service) addUsage(ctx context.Context, tx *sql.Tx, installationID string, delta int64) error {
+// addUsage moves the Installation's byte counter, in the database and in sc.
+func (s *Service) addUsage(ctx context.Context, tx *sql.Tx, sc *scope, delta int64) error {
 	if delta == 0 {
 		return nil
 	}
-	_, err := on(ctx, tx, s.q.addUsage).ExecContext(ctx, delta, installationID)
+	sc.UsedBytes += delta
+	_, err := on(ctx, tx, s.q.addUsage).ExecContext(ctx, delta, sc.InstallationID)
 	return err
 }
 

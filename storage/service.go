@@ -72,6 +72,44 @@ const (
 	ActorHost = "host"
 )
 
+// scopeCache keeps, within one batch transaction, the scopes already read:
+// nothing but the batch's own writes can change them until it commits, so a
+// later write of the same Instance need not read its row again. Nil is an
+// empty cache that keeps nothing.
+type scopeCache struct {
+	scopes map[string]*scope // by Instance, as after the batch's writes so far
+	used   map[string]int64  // each Installation's used bytes so far
+}
+
+func newScopeCache() *scopeCache {
+	return &scopeCache{scopes: map[string]*scope{}, used: map[string]int64{}}
+}
+
+// get returns a copy of a cached scope, with its Installation's current usage.
+func (c *scopeCache) get(instanceID string) *scope {
+	if c == nil {
+		return nil
+	}
+	cached, ok := c.scopes[instanceID]
+	if !ok {
+		return nil
+	}
+	sc := *cached
+	sc.UsedBytes = c.used[sc.InstallationID]
+	return &sc
+}
+
+// put records a scope after a successful write of n mutations.
+func (c *scopeCache) put(sc *scope, n int) {
+	if c == nil {
+		return
+	}
+	after := *sc
+	after.StorageRevision += int64(n)
+	c.scopes[sc.InstanceID] = &after
+	c.used[sc.InstallationID] = sc.UsedBytes
+}
+
 // mutation is one change a write made, before it is published.
 type mutation struct {
 	ns, key    string // key "" for a change of the whole Instance
@@ -241,7 +279,7 @@ func (s *Service) write(ctx context.Context, c Caller, instanceID string, all bo
 		var held *sync.Mutex
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
 			var err error
-			changes, err = s.apply(ctx, tx, c, instanceID, fn)
+			changes, err = s.apply(ctx, tx, c, instanceID, fn, nil)
 			if err != nil || len(changes) == 0 {
 				return err
 			}
@@ -273,8 +311,14 @@ func (s *Service) publish(changes []models.StorageChange) {
 // apply runs fn on the locked scope inside tx, bumps the Instance's storage
 // revision once per mutation, and records audited mutations. It returns the
 // changes to publish once committed.
-func (s *Service) apply(ctx context.Context, tx *sql.Tx, c Caller, instanceID string, fn writeFunc) ([]models.StorageChange, error) {
-	sc, err := s.loadScope(ctx, tx, c, instanceID)
+func (s *Service) apply(ctx context.Context, tx *sql.Tx, c Caller, instanceID string, fn writeFunc, cache *scopeCache) ([]models.StorageChange, error) {
+	var sc *scope
+	var err error
+	if cached := cache.get(instanceID); cached != nil {
+		sc, err = s.checkScope(ctx, tx, c, cached)
+	} else {
+		sc, err = s.loadScope(ctx, tx, c, instanceID)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -282,6 +326,7 @@ func (s *Service) apply(ctx context.Context, tx *sql.Tx, c Caller, instanceID st
 	if err != nil || len(muts) == 0 {
 		return nil, err
 	}
+	defer cache.put(sc, len(muts))
 	if _, err := on(ctx, tx, s.q.bump).ExecContext(ctx, len(muts), sc.InstanceID); err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ import (
 // transaction of its own, so one bad write cannot fail its neighbours.
 
 // MaxBatch bounds the writes committed together.
-const MaxBatch = 64
+const MaxBatch = 16
 
 type writeReq struct {
 	ctx        context.Context
@@ -106,6 +106,7 @@ func (s *Service) writeLoop() {
 // alone.
 func (s *Service) runBatch(batch []*writeReq) {
 	results := make([]writeResult, len(batch))
+	cache := newScopeCache()
 	err := s.inTx(context.Background(), func(tx *sql.Tx) error {
 		for i, req := range batch {
 			if err := req.ctx.Err(); err != nil {
@@ -120,7 +121,7 @@ func (s *Service) runBatch(batch []*writeReq) {
 					return err
 				}
 			}
-			changes, err := s.apply(wctx, tx, req.c, req.instanceID, req.fn)
+			changes, err := s.apply(wctx, tx, req.c, req.instanceID, req.fn, cache)
 			var appErr *models.Error
 			if err != nil && !errors.As(err, &appErr) {
 				return err // the transaction is unusable: retry one by one
@@ -131,6 +132,7 @@ func (s *Service) runBatch(batch []*writeReq) {
 						return err
 					}
 				}
+				// (a refused write never reaches the cache: it is updated on success only)
 				if _, err := tx.ExecContext(wctx, "RELEASE SAVEPOINT write_all"); err != nil {
 					return err
 				}
