@@ -28,6 +28,7 @@ import (
 // updates its own key with the revision of its previous write.
 //
 //	go test -run '^$' -bench StorageUpdate -benchtime 20000x .
+//
 // cpuTime returns the process's user and system CPU time.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
