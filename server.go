@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -61,7 +62,32 @@ is generated into the data folder, or taken from PLUGINHOST_SECRET_KEY.
 `
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		smallStacks()
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// smallStacks restarts the server once with GODEBUG=adaptivestackstart=0,
+// unless GODEBUG already sets it. Go starts new goroutines with a stack sized
+// to the average in use; for a server holding thousands of idle websocket
+// subscribers, whose goroutines need 2 to 4 KiB, that start of 8 KiB never
+// shrinks back, and costs several KiB per subscriber. The setting can only be
+// given through GODEBUG, before the runtime starts.
+func smallStacks() {
+	if runtime.GOOS != "linux" || strings.Contains(os.Getenv("GODEBUG"), "adaptivestackstart") {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	godebug := "adaptivestackstart=0"
+	if v := os.Getenv("GODEBUG"); v != "" {
+		godebug = v + "," + godebug
+	}
+	env := append(os.Environ(), "GODEBUG="+godebug)
+	syscall.Exec(exe, os.Args, env) // returns only on failure: then run as is
 }
 
 // run executes one command and returns the process exit code: 0 success,
@@ -227,7 +253,7 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 	}
 	gql := httpapi.NewGraphQL(&resolvers.Resolver{Auth: authSvc, Lifecycle: life, Storage: store, AI: ai, Live: hub, Log: log}, log, sockets.Transport())
 	srv := &httpapi.Server{
-		Auth: authSvc, Storage: store, DB: db, GraphQL: gql, Playground: cfg.playground,
+		Auth: authSvc, Storage: store, Sockets: sockets, DB: db, GraphQL: gql, Playground: cfg.playground,
 		Lifecycle: life, ImageProxy: &imageproxy.Proxy{Logger: log}, Metrics: httpapi.NewMetrics(), Log: log,
 	}
 	return &app{db: db, bus: bus, store: store, hub: hub, sockets: sockets, relay: rl, handler: srv.Handler(), log: log}, nil
@@ -236,10 +262,9 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 // close ends subscriptions (they get a shutdown error), closes every
 // websocket, stops the write path and closes the store.
 func (a *app) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	a.hub.Close(ctx)
-	a.sockets.Shutdown()
+	begun := time.Now()
+	a.hub.Close()
+	a.sockets.Shutdown(begun)
 	if a.relay != nil {
 		a.relay.Close()
 	}

@@ -18,17 +18,23 @@ import (
 // QueueLength is how many changes a subscription holds before coalescing.
 const QueueLength = 16
 
-// Bus delivers changes to in-process subscribers by Instance.
+// Sink receives the changes of one Instance. Deliver is called by publishers
+// and must not block.
+type Sink interface {
+	Deliver(models.StorageChange)
+}
+
+// Bus delivers changes to in-process sinks by Instance.
 type Bus struct {
 	mu   sync.RWMutex
-	subs map[string]map[*Subscription]struct{}
+	subs map[string]map[Sink]struct{}
 	// Forward, when set, also receives every change published here, so that
 	// other replicas can deliver it. It must not block.
 	Forward func(models.StorageChange)
 }
 
 // NewBus returns an empty bus.
-func NewBus() *Bus { return &Bus{subs: map[string]map[*Subscription]struct{}{}} }
+func NewBus() *Bus { return &Bus{subs: map[string]map[Sink]struct{}{}} }
 
 // Publish delivers a change committed by this process to local subscribers and
 // forwards it to other replicas.
@@ -44,20 +50,37 @@ func (b *Bus) Publish(c models.StorageChange) {
 func (b *Bus) Deliver(c models.StorageChange) {
 	b.mu.RLock()
 	for s := range b.subs[c.InstanceID] {
-		s.push(c)
+		s.Deliver(c)
 	}
 	b.mu.RUnlock()
 }
 
-// Subscribe watches one Instance until the subscription is closed.
-func (b *Bus) Subscribe(instanceID string) *Subscription {
-	s := &Subscription{bus: b, instanceID: instanceID, notify: make(chan struct{}, 1), done: make(chan struct{})}
+// Watch sends one Instance's changes to a sink until Unwatch.
+func (b *Bus) Watch(instanceID string, s Sink) {
 	b.mu.Lock()
 	if b.subs[instanceID] == nil {
-		b.subs[instanceID] = map[*Subscription]struct{}{}
+		b.subs[instanceID] = map[Sink]struct{}{}
 	}
 	b.subs[instanceID][s] = struct{}{}
 	b.mu.Unlock()
+}
+
+// Unwatch stops sending to a sink.
+func (b *Bus) Unwatch(instanceID string, s Sink) {
+	b.mu.Lock()
+	if m := b.subs[instanceID]; m != nil {
+		delete(m, s)
+		if len(m) == 0 {
+			delete(b.subs, instanceID)
+		}
+	}
+	b.mu.Unlock()
+}
+
+// Subscribe returns a queue of one Instance's changes, read with Next.
+func (b *Bus) Subscribe(instanceID string) *Subscription {
+	s := &Subscription{bus: b, instanceID: instanceID, notify: make(chan struct{}, 1), done: make(chan struct{})}
+	b.Watch(instanceID, s)
 	return s
 }
 
@@ -83,7 +106,7 @@ func (b *Bus) Subscribers() int {
 	return n
 }
 
-// Subscription is one watcher of one Instance.
+// Subscription is a queue of one Instance's changes.
 type Subscription struct {
 	bus        *Bus
 	instanceID string
@@ -97,7 +120,8 @@ type Subscription struct {
 	coalesced int
 }
 
-func (s *Subscription) push(c models.StorageChange) {
+// Deliver queues a change; past a full queue, changes fold into the latest.
+func (s *Subscription) Deliver(c models.StorageChange) {
 	s.mu.Lock()
 	if len(s.queue) < QueueLength && s.latest == nil {
 		s.queue = append(s.queue, c)
@@ -159,15 +183,7 @@ func (s *Subscription) Done() <-chan struct{} { return s.done }
 // Close ends the subscription; Next returns false from then on.
 func (s *Subscription) Close() {
 	s.closeOnce.Do(func() {
-		b := s.bus
-		b.mu.Lock()
-		if m := b.subs[s.instanceID]; m != nil {
-			delete(m, s)
-			if len(m) == 0 {
-				delete(b.subs, s.instanceID)
-			}
-		}
-		b.mu.Unlock()
+		s.bus.Unwatch(s.instanceID, s)
 		close(s.done)
 	})
 }

@@ -159,10 +159,21 @@ func (w *WS) Failure(id string) string {
 
 func (w *WS) next(q chan wsMsg) wsMsg {
 	w.t.Helper()
+	// Messages that arrived before the connection closed come first.
+	select {
+	case m := <-q:
+		return m
+	default:
+	}
 	select {
 	case m := <-q:
 		return m
 	case <-w.done:
+		select {
+		case m := <-q:
+			return m
+		default:
+		}
 		w.t.Fatalf("connection closed: %v", w.err)
 	case <-time.After(15 * time.Second):
 		w.t.Fatal("no message within 15 s")

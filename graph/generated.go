@@ -34,7 +34,6 @@ type ResolverRoot interface {
 	Instance() InstanceResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
-	StorageChange() StorageChangeResolver
 	Subscription() SubscriptionResolver
 }
 
@@ -274,9 +273,6 @@ type QueryResolver interface {
 	StorageItems(ctx context.Context, instanceID string, namespace *string, query *string, limit *int, cursor *string) (*models.ExtensionResult, error)
 	StorageItem(ctx context.Context, instanceID string, namespace *string, key string) (*models.ExtensionResult, error)
 	PluginStorageSnapshot(ctx context.Context, instanceID string) (models.JSON, error)
-}
-type StorageChangeResolver interface {
-	Operation(ctx context.Context, obj *models.StorageChange) (string, error)
 }
 type SubscriptionResolver interface {
 	StorageChanged(ctx context.Context, instanceID string, namespaces []string) (<-chan *models.StorageChange, error)
@@ -5972,7 +5968,7 @@ func (ec *executionContext) _StorageChange_operation(ctx context.Context, field 
 			return ec.fieldContext_StorageChange_operation(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.StorageChange().Operation(ctx, obj)
+			return obj.Operation, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -5983,7 +5979,7 @@ func (ec *executionContext) _StorageChange_operation(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_StorageChange_operation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("StorageChange", field, true, true, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("StorageChange", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _StorageChange_itemRevision(ctx context.Context, field graphql.CollectedField, obj *models.StorageChange) (ret graphql.Marshaler) {
@@ -8925,65 +8921,32 @@ func (ec *executionContext) _StorageChange(ctx context.Context, sel ast.Selectio
 		case "instanceId":
 			out.Values[i] = ec._StorageChange_instanceId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "storageRevision":
 			out.Values[i] = ec._StorageChange_storageRevision(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "namespace":
 			out.Values[i] = ec._StorageChange_namespace(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "key":
 			out.Values[i] = ec._StorageChange_key(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		case "operation":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._StorageChange_operation(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._StorageChange_operation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "itemRevision":
 			out.Values[i] = ec._StorageChange_itemRevision(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))

@@ -58,9 +58,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// presentError maps a resolver error to a GraphQL error with extensions.code.
-// Application errors keep their message (and, for rejected packages, each
-// problem); anything else is logged and reported as INTERNAL.
+// presentError maps every error of a GraphQL response (resolver errors, and
+// the parse and validation errors of the GraphQL layer, which reach it too)
+// to an error with the contract's extensions.code. Application errors keep
+// their message (and, for rejected packages, each problem); the GraphQL
+// layer's own errors become BAD_USER_INPUT with its code as
+// extensions.reason; anything else is logged and reported as INTERNAL.
 func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		gqlErr := graphql.DefaultErrorPresenter(ctx, err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
@@ -16,7 +17,6 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"pluginhost/graph"
-	"pluginhost/models"
 	"pluginhost/resolvers"
 )
 
@@ -40,36 +40,36 @@ func NewGraphQL(r *resolvers.Resolver, log *slog.Logger, extra ...graphql.Transp
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](QueryCacheSize))
 	srv.Use(extension.Introspection{})
-	srv.Use(extension.FixedComplexityLimit(MaxQueryComplexity))
+	srv.Use(&complexityLimit{})
 	srv.SetErrorPresenter(presentError(log))
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		log.Error("graphql panic", "panic", fmt.Sprint(p))
 		return errors.New("internal error")
 	})
-	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-		resp := next(ctx)
-		if resp != nil {
-			for _, e := range resp.Errors {
-				normaliseCode(e)
-			}
-		}
-		return resp
-	})
 	return srv
 }
 
-// normaliseCode gives parse and validation errors of the GraphQL layer the
-// contract's BAD_USER_INPUT code, keeping gqlgen's code as extensions.reason.
-func normaliseCode(e *gqlerror.Error) {
-	if e.Extensions == nil {
-		e.Extensions = map[string]any{"code": string(models.ErrBadUserInput)}
-		return
+// complexityLimit refuses an operation that selects more than
+// MaxQueryComplexity fields. Unlike gqlgen's extension it keeps no statistics
+// on the operation, which a subscription would hold for its whole life.
+type complexityLimit struct{ es graphql.ExecutableSchema }
+
+func (complexityLimit) ExtensionName() string { return "ComplexityLimit" }
+
+func (c *complexityLimit) Validate(es graphql.ExecutableSchema) error {
+	c.es = es
+	return nil
+}
+
+func (c *complexityLimit) MutateOperationContext(ctx context.Context, op *graphql.OperationContext) *gqlerror.Error {
+	n := complexity.Calculate(ctx, c.es, op.Doc.Operations.ForName(op.OperationName), op.Variables)
+	if n > MaxQueryComplexity {
+		return &gqlerror.Error{
+			Message:    fmt.Sprintf("the operation selects %d fields; at most %d are allowed", n, MaxQueryComplexity),
+			Extensions: map[string]any{"code": "COMPLEXITY_LIMIT_EXCEEDED"},
+		}
 	}
-	switch e.Extensions["code"] {
-	case "GRAPHQL_PARSE_FAILED", "GRAPHQL_VALIDATION_FAILED", "COMPLEXITY_LIMIT_EXCEEDED":
-		e.Extensions["reason"] = e.Extensions["code"]
-		e.Extensions["code"] = string(models.ErrBadUserInput)
-	}
+	return nil
 }
 
 // requestTimeout bounds one GraphQL HTTP request.

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -29,6 +30,8 @@ const MaxGraphQLBody = 12 << 20
 type Server struct {
 	Auth    *auth.Service
 	Storage *storage.Service
+	// Sockets upgrades websocket requests to /graphql.
+	Sockets *Sockets
 	DB      *database.DB
 	// GraphQL serves /graphql (HTTP and websocket upgrades).
 	GraphQL http.Handler
@@ -53,6 +56,9 @@ func (s *Server) Handler() http.Handler {
 	if s.Playground {
 		mux.Handle("GET /playground", s.playground())
 	}
+	mux.Handle("/debug/pprof/", s.authenticated(s.admin(http.HandlerFunc(pprof.Index))))
+	mux.Handle("/debug/pprof/profile", s.authenticated(s.admin(http.HandlerFunc(pprof.Profile))))
+	mux.Handle("/debug/pprof/trace", s.authenticated(s.admin(http.HandlerFunc(pprof.Trace))))
 	mux.Handle("DELETE /v1/plugin-instances/{instance_id}/storage", s.authenticated(http.HandlerFunc(s.resetStorage)))
 	if s.ImageProxy != nil {
 		mux.Handle("POST /v1/plugin-instances/{instance_id}/ui-images:fetch", s.authenticated(images(s.Lifecycle, s.ImageProxy, s)))
@@ -88,6 +94,17 @@ func (s *Server) authenticated(next http.Handler) http.Handler {
 	})
 }
 
+// admin lets only admins through (after authenticated).
+func (s *Server) admin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := auth.RequireAdmin(r.Context()); err != nil {
+			writeError(w, r, s.Log, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // graphql authenticates HTTP requests by bearer token; websocket upgrades
 // authenticate in connection_init instead.
 func (s *Server) graphql() http.Handler {
@@ -99,7 +116,7 @@ func (s *Server) graphql() http.Handler {
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-			s.GraphQL.ServeHTTP(w, r)
+			s.Sockets.Serve(w, r, s.GraphQL)
 			return
 		}
 		authed.ServeHTTP(w, r)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,10 +44,9 @@ type Sockets struct {
 	InitTimeout time.Duration
 
 	upgrader  websocket.Upgrader
-	mu        sync.Mutex
-	conns     map[*wsConn]struct{}
-	closed    bool
-	lastWrite atomic.Int64 // unix nanoseconds of the last message written
+	mu     sync.Mutex
+	conns  map[*wsConn]struct{}
+	closed bool
 	stop      chan struct{}
 	done      chan struct{}
 }
@@ -57,7 +57,7 @@ func NewSockets(a *auth.Service, log *slog.Logger) *Sockets {
 		Auth: a, Log: log, InitTimeout: DefaultInitTimeout, conns: map[*wsConn]struct{}{}, stop: make(chan struct{}), done: make(chan struct{}),
 		upgrader: websocket.Upgrader{
 			HandshakeTimeout: 10 * time.Second,
-			ReadBufferSize:   1024,
+			ReadBufferSize:   256, // client messages are small; larger ones are read in parts
 			WriteBufferSize:  1024,
 			WriteBufferPool:  &sync.Pool{}, // idle connections hold no write buffer
 			// A token travels in connection_init, never in a cookie, so a
@@ -109,14 +109,56 @@ func (s *Sockets) init(ctx context.Context, payload transport.InitPayload) (cont
 	return live.WithConn(ctx, &live.Conn{}), nil, nil
 }
 
-// Accept upgrades a request; it implements transport.WebsocketImplementation.
-func (s *Sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
-	u := s.upgrader // a copy: Accept runs concurrently
-	u.Subprotocols = opts.Subprotocols
-	ws, err := u.Upgrade(w, r, opts.ResponseHeader)
+// subprotocols are the GraphQL websocket protocols gqlgen speaks.
+var subprotocols = []string{"graphql-transport-ws", "graphql-ws"}
+
+type upgradedKey struct{}
+
+// Serve upgrades a websocket request and hands the connection to gqlgen on a
+// goroutine of its own, so that net/http's goroutine, buffers and request
+// (about 10 KiB) are released instead of living as long as the socket.
+func (s *Sockets) Serve(w http.ResponseWriter, r *http.Request, gql http.Handler) {
+	u := s.upgrader
+	u.Subprotocols = subprotocols
+	ws, err := u.Upgrade(w, r, nil)
 	if err != nil {
-		return nil, err
+		return // the upgrader has answered the client
 	}
+	c, err := s.register(ws)
+	if err != nil {
+		return
+	}
+	// gqlgen needs only the upgrade header to pick its websocket transport,
+	// which takes the connection from the context (see Accept).
+	req := upgraded.WithContext(context.WithValue(context.Background(), upgradedKey{}, c))
+	go gql.ServeHTTP(discard{}, req)
+}
+
+// upgraded is the request gqlgen gets for an upgraded socket, each with its
+// own context; gqlgen only reads it, and keeps it (and its header) for the
+// socket's life, so its parts are shared.
+var upgraded = &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/graphql"}, Header: http.Header{"Upgrade": {"websocket"}}}
+
+// discard is the ResponseWriter of an upgraded request: nothing is written
+// through it any more.
+type discard struct{}
+
+func (discard) Header() http.Header         { return http.Header{} }
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+func (discard) WriteHeader(int)             {}
+
+// Accept returns the connection Serve upgraded; it implements
+// transport.WebsocketImplementation.
+func (s *Sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
+	c, ok := r.Context().Value(upgradedKey{}).(*wsConn)
+	if !ok {
+		return nil, errors.New("websocket: the request was not upgraded by Sockets.Serve")
+	}
+	return c, nil
+}
+
+// register sets a new connection up and records it.
+func (s *Sockets) register(ws *websocket.Conn) (*wsConn, error) {
 	c := &wsConn{ws: ws, owner: s}
 	ws.SetReadLimit(MaxMessage)
 	ws.SetReadDeadline(time.Now().Add(PeerTimeout))
@@ -166,7 +208,10 @@ func (s *Sockets) pinger() {
 }
 
 // Shutdown closes every websocket with "going away" and stops the pinger.
-func (s *Sockets) Shutdown() {
+// Connections first get up to a second to write what they were given since
+// begun (the subscriptions' final errors, handed to them as the server
+// stopped), so that clients learn why before the socket closes.
+func (s *Sockets) Shutdown(begun time.Time) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -180,14 +225,11 @@ func (s *Sockets) Shutdown() {
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
-	// Let messages already handed to writers (the subscriptions' final
-	// errors) go out before the close frames: wait for writes to go quiet.
-	begun := time.Now().UnixNano()
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
-		if time.Since(time.Unix(0, max(begun, s.lastWrite.Load()))) > 100*time.Millisecond {
-			break
+	deadline := begun.Add(time.Second)
+	for _, c := range conns {
+		for c.lastWrite.Load() < begun.UnixNano() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	for _, c := range conns {
 		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
@@ -197,10 +239,11 @@ func (s *Sockets) Shutdown() {
 
 // wsConn adapts a gorilla connection to gqlgen's transport.
 type wsConn struct {
-	ws    *websocket.Conn
-	owner *Sockets
-	wmu   sync.Mutex // one writer at a time
-	once  sync.Once
+	ws        *websocket.Conn
+	owner     *Sockets
+	wmu       sync.Mutex // one writer at a time
+	once      sync.Once
+	lastWrite atomic.Int64 // unix nanoseconds of the last message written
 }
 
 func (c *wsConn) NextReader() (int, io.Reader, error) {
@@ -224,7 +267,7 @@ func (c *wsConn) WriteJSON(v any) error {
 	defer c.wmu.Unlock()
 	c.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	err = c.ws.WriteMessage(websocket.TextMessage, b)
-	c.owner.lastWrite.Store(time.Now().UnixNano())
+	c.lastWrite.Store(time.Now().UnixNano())
 	return err
 }
 

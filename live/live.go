@@ -4,11 +4,16 @@
 // A subscription first receives the Instance's current storage revision
 // (operation snapshot), then every later change in revision order; a change
 // that arrives late or twice (across replicas, or after a resync) is dropped,
-// never delivered out of order. A subscriber that falls behind receives the
-// latest change instead of every one (see package changes), so a slow client
-// neither slows others nor grows memory. Access is checked at subscribe time
-// and again whenever the Instance is disabled, uninstalled or changes hands:
-// a subscription that loses access ends with an error, it does not go silent.
+// never delivered out of order. Each subscription holds at most QueueLength
+// changes for its client; when a slow client lets it fill, the oldest is
+// dropped, so the client always ends on the latest revision (a jump in
+// revisions tells it to read again) and neither slows others nor grows
+// memory. Access is checked at subscribe time and again whenever the Instance
+// is disabled, uninstalled or changes hands: a subscription that loses access
+// ends with an error, it does not go silent.
+//
+// An idle subscription costs no goroutine of its own: publishers hand changes
+// to it under a lock, and it is torn down by a callback when its context ends.
 package live
 
 import (
@@ -28,6 +33,9 @@ const (
 	DefaultMaxPerUser       = 1024
 )
 
+// QueueLength is how many changes a subscription holds for a slow client.
+const QueueLength = 8
+
 // Hub serves subscriptions.
 type Hub struct {
 	Bus     *changes.Bus
@@ -40,9 +48,8 @@ type Hub struct {
 
 	mu      sync.Mutex
 	perUser map[string]int
-	subs    map[*changes.Subscription]struct{}
+	watches map[*watch]struct{}
 	closed  bool
-	wg      sync.WaitGroup
 }
 
 // Conn counts one connection's subscriptions.
@@ -65,90 +72,166 @@ func connFrom(ctx context.Context) *Conn {
 
 var errShutdown = models.Errorf(models.ErrForbidden, "the server is shutting down; reconnect to another replica")
 
+// watch is one subscription.
+type watch struct {
+	hub        *Hub
+	user       string
+	conn       *Conn
+	instanceID string
+	namespaces []string
+	onEnd      func(*models.Error)
+	out        chan *models.StorageChange
+	stop       func() bool // stops the context callback
+
+	mu      sync.Mutex
+	ready   bool                   // the snapshot was sent
+	early   []models.StorageChange // changes that came before the snapshot
+	last    int64
+	ended   bool
+	dropped int
+}
+
 // Subscribe watches an Instance for the user until ctx ends. namespaces,
 // when given, keeps only changes of those namespaces (a reset or migration of
-// the whole Instance always passes).
-func (h *Hub) Subscribe(ctx context.Context, user *models.User, instanceID string, namespaces []string) (<-chan *models.StorageChange, error) {
+// the whole Instance always passes). When the host ends the subscription
+// (access lost, shutdown), onEnd is told why just before the channel closes.
+func (h *Hub) Subscribe(ctx context.Context, user *models.User, instanceID string, namespaces []string, onEnd func(*models.Error)) (<-chan *models.StorageChange, error) {
 	conn := connFrom(ctx)
 	if err := h.take(user.ID, conn); err != nil {
 		return nil, err
 	}
-	sub := h.Bus.Subscribe(instanceID)
-	caller := storage.Caller{UserID: user.ID}
-	rev, err := h.Storage.Watch(ctx, caller, instanceID, namespaces)
+	w := &watch{hub: h, user: user.ID, conn: conn, instanceID: instanceID, namespaces: namespaces, onEnd: onEnd,
+		out: make(chan *models.StorageChange, QueueLength)}
+	h.Bus.Watch(instanceID, w)
+	rev, err := h.check(ctx, user.ID, instanceID, namespaces)
+	if err == nil {
+		h.mu.Lock()
+		if h.closed {
+			err = errShutdown
+		} else {
+			h.watches[w] = struct{}{}
+		}
+		h.mu.Unlock()
+	}
 	if err != nil {
-		sub.Close()
+		h.Bus.Unwatch(instanceID, w)
 		h.release(user.ID, conn)
 		return nil, err
 	}
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		sub.Close()
-		h.release(user.ID, conn)
-		return nil, errShutdown
+	w.mu.Lock()
+	w.last = rev
+	w.ready = true
+	w.send(&models.StorageChange{InstanceID: instanceID, UserID: user.ID, StorageRevision: rev, Operation: models.OpSnapshot})
+	early := w.early
+	w.early = nil
+	for _, c := range early {
+		w.accept(c)
 	}
-	h.subs[sub] = struct{}{}
-	h.wg.Add(1)
-	h.mu.Unlock()
+	w.mu.Unlock()
+	w.stop = context.AfterFunc(ctx, func() { w.end(nil) })
+	return w.out, nil
+}
 
-	// Unbuffered: a change is handed to the transport's writer, so that when
-	// Close returns every final message has been taken for writing.
-	out := make(chan *models.StorageChange)
-	go func() {
-		defer h.wg.Done()
-		defer h.release(user.ID, conn)
-		defer close(out)
-		defer func() {
-			h.mu.Lock()
-			delete(h.subs, sub)
-			h.mu.Unlock()
-			sub.Close()
-		}()
-		send := func(c *models.StorageChange) bool {
-			select {
-			case out <- c:
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
-		last := rev
-		if !send(&models.StorageChange{InstanceID: instanceID, UserID: user.ID, StorageRevision: rev, Operation: models.OpSnapshot}) {
+// Deliver takes a change from the bus; it never blocks.
+func (w *watch) Deliver(c models.StorageChange) {
+	if c.Operation == models.OpAccess {
+		go w.recheck() // rare: whether the Instance may still be watched
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		return
+	}
+	if !w.ready {
+		w.early = append(w.early, c)
+		return
+	}
+	w.accept(c)
+}
+
+// accept delivers a change in revision order, filtered. w.mu is held.
+func (w *watch) accept(c models.StorageChange) {
+	if c.StorageRevision <= w.last {
+		return // late or repeated: the client already has a newer revision
+	}
+	w.last = c.StorageRevision
+	if c.Operation != models.OpSnapshot && c.Namespace != "" && len(w.namespaces) > 0 && !slices.Contains(w.namespaces, c.Namespace) {
+		return
+	}
+	w.send(&c)
+}
+
+// send queues a change for the client, dropping the oldest when the queue is
+// full. w.mu is held.
+func (w *watch) send(c *models.StorageChange) {
+	for {
+		select {
+		case w.out <- c:
 			return
+		default:
 		}
-		for {
-			c, ok := sub.Next(ctx)
-			if !ok {
-				if ctx.Err() == nil { // closed by Close: the server stops
-					send(&models.StorageChange{InstanceID: instanceID, StorageRevision: last, Operation: models.OpSnapshot, End: errShutdown})
-				}
-				return
-			}
-			switch {
-			case c.Operation == models.OpAccess:
-				if _, err := h.Storage.Watch(ctx, caller, instanceID, namespaces); err != nil {
-					e, ok := err.(*models.Error)
-					if !ok {
-						e = models.Errorf(models.ErrInternal, "access could not be checked")
-					}
-					send(&models.StorageChange{InstanceID: instanceID, StorageRevision: last, Operation: models.OpSnapshot, End: e})
-					return
-				}
-				continue
-			case c.StorageRevision <= last:
-				continue // late or repeated: the subscriber already has a newer revision
-			}
-			last = c.StorageRevision
-			if c.Operation != models.OpSnapshot && c.Namespace != "" && len(namespaces) > 0 && !slices.Contains(namespaces, c.Namespace) {
-				continue
-			}
-			if !send(&c) {
-				return
-			}
+		select {
+		case <-w.out:
+			w.dropped++
+		default:
 		}
+	}
+}
+
+// check asks the storage service whether the user may watch the Instance, on
+// a goroutine of its own: the database call runs deep, and the calling
+// goroutine, which then waits for the subscription's whole life, would keep
+// the stack it grew to (several KiB per idle subscriber).
+func (h *Hub) check(ctx context.Context, userID, instanceID string, namespaces []string) (int64, error) {
+	type result struct {
+		rev int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rev, err := h.Storage.Watch(ctx, storage.Caller{UserID: userID}, instanceID, namespaces)
+		done <- result{rev, err}
 	}()
-	return out, nil
+	r := <-done
+	return r.rev, r.err
+}
+
+// recheck ends the subscription if its user may no longer watch the Instance.
+func (w *watch) recheck() {
+	_, err := w.hub.Storage.Watch(context.Background(), storage.Caller{UserID: w.user}, w.instanceID, w.namespaces)
+	if err == nil {
+		return
+	}
+	e, ok := err.(*models.Error)
+	if !ok {
+		e = models.Errorf(models.ErrInternal, "access could not be checked")
+	}
+	w.end(e)
+}
+
+// end ends the subscription, with why when the host ends it.
+func (w *watch) end(why *models.Error) {
+	w.mu.Lock()
+	if w.ended {
+		w.mu.Unlock()
+		return
+	}
+	w.ended = true
+	if why != nil && w.onEnd != nil {
+		w.onEnd(why)
+	}
+	close(w.out)
+	w.mu.Unlock()
+	if w.stop != nil {
+		w.stop()
+	}
+	h := w.hub
+	h.Bus.Unwatch(w.instanceID, w)
+	h.mu.Lock()
+	delete(h.watches, w)
+	h.mu.Unlock()
+	h.release(w.user, w.conn)
 }
 
 func (h *Hub) take(userID string, conn *Conn) error {
@@ -172,7 +255,7 @@ func (h *Hub) take(userID string, conn *Conn) error {
 	defer h.mu.Unlock()
 	if h.perUser == nil {
 		h.perUser = map[string]int{}
-		h.subs = map[*changes.Subscription]struct{}{}
+		h.watches = map[*watch]struct{}{}
 	}
 	if h.perUser[userID] >= maxUser {
 		if conn != nil {
@@ -203,26 +286,19 @@ func (h *Hub) release(userID string, conn *Conn) {
 func (h *Hub) Open() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.subs)
+	return len(h.watches)
 }
 
-// Close ends every subscription with a shutdown error and waits for them
-// until ctx ends.
-func (h *Hub) Close(ctx context.Context) {
+// Close ends every subscription with a shutdown error.
+func (h *Hub) Close() {
 	h.mu.Lock()
 	h.closed = true
-	subs := make([]*changes.Subscription, 0, len(h.subs))
-	for s := range h.subs {
-		subs = append(subs, s)
+	ws := make([]*watch, 0, len(h.watches))
+	for w := range h.watches {
+		ws = append(ws, w)
 	}
 	h.mu.Unlock()
-	for _, s := range subs {
-		s.Close()
-	}
-	done := make(chan struct{})
-	go func() { h.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
+	for _, w := range ws {
+		w.end(errShutdown)
 	}
 }

@@ -116,7 +116,4 @@ type StorageChange struct {
 	Key             *string `json:"key,omitempty"`
 	Operation       string  `json:"operation"`
 	ItemRevision    *int64  `json:"item_revision,omitempty"`
-	// End, on the last message of a subscription that the host ends, says
-	// why (for example the Instance was disabled). It never crosses replicas.
-	End *Error `json:"-"`
 }

@@ -10,28 +10,25 @@ import (
 	"pluginhost/auth"
 	"pluginhost/graph"
 	"pluginhost/models"
-)
 
-func (r *storageChangeResolver) Operation(ctx context.Context, obj *models.StorageChange) (string, error) {
-	if obj.End != nil {
-		return "", obj.End // the subscription ends here, with why
-	}
-	return obj.Operation, nil
-}
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
 
 func (r *subscriptionResolver) StorageChanged(ctx context.Context, instanceID string, namespaces []string) (<-chan *models.StorageChange, error) {
 	user, err := auth.Require(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.Live.Subscribe(ctx, user, instanceID, namespaces)
+	// When the host ends the subscription, the protocol's error message says why.
+	onEnd := func(why *models.Error) {
+		transport.AddSubscriptionError(ctx, &gqlerror.Error{Message: why.Message, Path: graphql.GetPath(ctx),
+			Extensions: map[string]any{"code": string(why.Code)}})
+	}
+	return r.Live.Subscribe(ctx, user, instanceID, namespaces, onEnd)
 }
-
-func (r *Resolver) StorageChange() graph.StorageChangeResolver { return &storageChangeResolver{r} }
 
 func (r *Resolver) Subscription() graph.SubscriptionResolver { return &subscriptionResolver{r} }
 
-type (
-	storageChangeResolver struct{ *Resolver }
-	subscriptionResolver  struct{ *Resolver }
-)
+type subscriptionResolver struct{ *Resolver }
