@@ -43,12 +43,12 @@ type Sockets struct {
 	// InitTimeout is how long a client has to send connection_init.
 	InitTimeout time.Duration
 
-	upgrader  websocket.Upgrader
-	mu     sync.Mutex
-	conns  map[*wsConn]struct{}
-	closed bool
-	stop      chan struct{}
-	done      chan struct{}
+	upgrader websocket.Upgrader
+	mu       sync.Mutex
+	conns    map[*wsConn]struct{}
+	closed   bool
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 // NewSockets starts the shared pinger; Shutdown stops it.
