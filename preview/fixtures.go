@@ -472,7 +472,11 @@ func (c *fixtureChecker) state(path string, v any) {
 				declared = append(declared, s)
 			}
 			sort.Strings(declared)
-			c.add(path+"/"+pointerToken(k), CodeUndeclaredState, "state key %q is not declared in the first screen's initial_state (declared: %s)", k, strings.Join(declared, ", "))
+			list := strings.Join(declared, ", ")
+			if list == "" {
+				list = "none"
+			}
+			c.add(path+"/"+pointerToken(k), CodeUndeclaredState, "state key %q is not declared in the first screen's initial_state (declared: %s); only declared keys may be set", k, list)
 		}
 	}
 }
