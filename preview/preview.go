@@ -180,7 +180,7 @@ func Render(opts Options) ([]byte, *validator.Report, error) {
 		}
 		b.Fixtures = f
 	}
-	out, err := page(&b)
+	out, err := writePage(&b)
 	return out, report, err
 }
 
@@ -265,7 +265,7 @@ func asset(name string) string {
 	return string(b)
 }
 
-func page(b *pageBundle) ([]byte, error) {
+func writePage(b *pageBundle) ([]byte, error) {
 	var catalog bytes.Buffer
 	if err := json.Compact(&catalog, uicatalog.JSON()); err != nil {
 		return nil, err

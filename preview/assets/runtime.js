@@ -44,7 +44,7 @@
     var r = currentRoute();
     var e = { seq: ++seq, type: type, extension: r ? r.ext.id : null };
     var d = core.redact(detail || {});
-    Object.keys(d).forEach(function (k) { e[k] = d[k]; });
+    Object.keys(d).forEach(function (k) { if (!(k in e)) e[k] = d[k]; });
     events.push(e);
     if (eventsPanel) appendEventRow(e);
     return e;
@@ -61,7 +61,11 @@
   // ---- Persistence (localStorage, namespaced per plugin and extension) ------
 
   function persistKey(extID) { return 'pluginhost-preview:' + plugin.id + ':' + extID + ':state'; }
+  // usesPersist: whether an extension can persist anything at all; the first
+  // use of localStorage is slow, so a screen that never persists skips it.
+  function usesPersist(ext) { return JSON.stringify(ext.config).indexOf('"persist":true') >= 0; }
   function loadPersisted(extID) {
+    if (extensions[extID] && !usesPersist(extensions[extID])) return {};
     try {
       var raw = window.localStorage.getItem(persistKey(extID));
       return raw ? JSON.parse(raw) : {};
@@ -1409,7 +1413,7 @@
     commitFocused();
     var nav = route.config.navigation;
     var it = nav.items[i];
-    emit('navigation_select', { item: it.id, value: it.value === undefined ? null : it.value, type: navTypeOf(nav) });
+    emit('navigation_select', { item: it.id, value: it.value === undefined ? null : it.value, nav_type: navTypeOf(nav) });
     if (nav.selected_state_key) {
       setStateKey(route, nav.selected_state_key, clone(it.value), 'navigation');
       if (nav.persist) {
@@ -1507,8 +1511,14 @@
     row.textContent = e.seq + ' ' + e.type + ' ' + JSON.stringify(d);
     eventsPanel.appendChild(row);
     while (eventsPanel.childNodes.length > 500) eventsPanel.removeChild(eventsPanel.firstChild);
-    eventsPanel.scrollTop = eventsPanel.scrollHeight;
+    // Scroll once per frame: reading scrollHeight at every event would force
+    // a layout each time.
+    if (!scrollQueued) {
+      scrollQueued = true;
+      requestAnimationFrame(function () { scrollQueued = false; eventsPanel.scrollTop = eventsPanel.scrollHeight; });
+    }
   }
+  var scrollQueued = false;
 
   function mount() {
     root.textContent = '';
@@ -1562,17 +1572,28 @@
     });
   }
 
-  var rendering = false, again = false;
+  // render draws the current screen once the code that changed something is
+  // done: changes in one task are drawn together.
+  var queued = false;
   function render() {
+    if (queued || !frame) return;
+    queued = true;
+    queueMicrotask(renderNow);
+  }
+  var rendering = false, again = false, lastFrameStyle = '';
+  function renderNow() {
+    queued = false;
     if (!frame) return;
     if (rendering) { again = true; return; }
     rendering = true;
+    var t = performance.now();
     try {
       do {
         again = false;
         var r = currentRoute();
         var s = screenInfo();
-        frame.setAttribute('style', themeStyle() + 'width:' + s.width + 'px;height:' + s.height + 'px;');
+        var fs = themeStyle() + 'width:' + s.width + 'px;height:' + s.height + 'px;';
+        if (fs !== lastFrameStyle) { frame.setAttribute('style', fs); lastFrameStyle = fs; }
         frame.setAttribute('data-mode', app.mode);
         frame.setAttribute('data-size', app.size);
         frame.className = 'ph-frame ph-mode-' + app.mode;
@@ -1580,6 +1601,7 @@
         patchChildren(chromeBar, [chrome()]);
         inspectorPre.textContent = JSON.stringify(inspectorData(), null, 2);
       } while (again);
+      app.metrics.last_render_ms = Math.round((performance.now() - t) * 100) / 100;
     } finally {
       rendering = false;
     }
@@ -1624,16 +1646,21 @@
   // Every node type of the catalog has a renderer; say so if one is missing.
   catalog.nodes.forEach(function (n) { if (!renderers[n.type]) warn('renderer_missing', 'node type ' + n.type + ' has no renderer in this preview', {}); });
 
+  app.metrics.parsed_ms = Math.round((performance.now() - T0) * 100) / 100;
   mount();
   var start = extensions[bundle.start];
   var first = new Route(start, fctx.route || {}, null, true);
   app.stack.push(first);
   emit('open', { extension: start.id, point: start.point, parameters: first.params });
-  render();
+  renderNow();
   app.metrics.first_render_ms = Math.round((performance.now() - T0) * 100) / 100;
   app.metrics.nodes = nodeCount;
+  // The first frame shows the screen as the host opens it; its data sources
+  // start loading right after it is painted.
   requestAnimationFrame(function () {
-    setTimeout(function () { app.metrics.first_paint_ms = Math.round((performance.now() - T0) * 100) / 100; }, 0);
+    setTimeout(function () {
+      app.metrics.first_paint_ms = Math.round((performance.now() - T0) * 100) / 100;
+      startSources(first);
+    }, 0);
   });
-  startSources(first);
 })();
