@@ -241,8 +241,12 @@ func (b *browser) open(t *testing.T, file string) *page {
 	p.do("Runtime.enable", nil)
 	p.do("Page.enable", nil)
 	p.do("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": false})
-	if file != "about:blank" { p.do("Page.navigate", map[string]any{"url": "file://" + file}) }
-	if file != "about:blank" { p.waitFor(`document.readyState === "complete" && !!window.pluginhostPreview`) }
+	if file != "about:blank" {
+		p.do("Page.navigate", map[string]any{"url": "file://" + file})
+	}
+	if file != "about:blank" {
+		p.waitFor(`document.readyState === "complete" && !!window.pluginhostPreview`)
+	}
 	return p
 }
 

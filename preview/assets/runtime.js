@@ -8,6 +8,7 @@
 (function () {
   'use strict';
   var T0 = typeof window.pluginhostStart === 'number' ? window.pluginhostStart : performance.now();
+  var T1 = performance.now();
   var core = window.PluginhostCore;
   var catalog = JSON.parse(document.getElementById('ph-catalog').textContent);
   var bundle = JSON.parse(document.getElementById('ph-bundle').textContent);
@@ -46,7 +47,8 @@
     var d = core.redact(detail || {});
     Object.keys(d).forEach(function (k) { if (!(k in e)) e[k] = d[k]; });
     events.push(e);
-    if (eventsPanel) appendEventRow(e);
+    pendingRows.push(e);
+    schedulePanels();
     return e;
   }
   function warn(kind, message, detail) {
@@ -218,14 +220,14 @@
     return v;
   }
 
-  var conditions = new Map();
+  // Conditions are parsed once per condition object of the config.
+  var conditions = new WeakMap();
   function condition(c, ctx) {
-    var key = JSON.stringify(c);
-    var parsed = conditions.get(key);
+    var parsed = core.isObject(c) ? conditions.get(c) : undefined;
     if (!parsed) {
       parsed = core.parseCondition(c);
       if (parsed.problems.length) warn('condition_error', 'a condition breaks a rule: ' + parsed.problems[0].message, { condition: c });
-      conditions.set(key, parsed);
+      if (core.isObject(c)) conditions.set(c, parsed);
     }
     return parsed.problems.length === 0 && core.evalCondition(parsed.condition, ctx);
   }
@@ -1502,6 +1504,24 @@
     });
   }
 
+  // The inspector and the event panel are outside the screen: they are
+  // brought up to date once per frame, and only after the first paint.
+  var pendingRows = [], panelsQueued = false, firstPainted = false;
+  function schedulePanels() {
+    if (panelsQueued || !firstPainted) return;
+    panelsQueued = true;
+    requestAnimationFrame(flushPanels);
+  }
+  function flushPanels() {
+    panelsQueued = false;
+    if (!eventsPanel) return;
+    var rows = pendingRows;
+    pendingRows = [];
+    rows.forEach(appendEventRow);
+    inspectorPre.textContent = JSON.stringify(inspectorData(), null, 2);
+    eventsPanel.scrollTop = eventsPanel.scrollHeight;
+  }
+
   function appendEventRow(e) {
     var row = document.createElement('div');
     row.className = 'ph-event ph-event-' + e.type;
@@ -1511,14 +1531,7 @@
     row.textContent = e.seq + ' ' + e.type + ' ' + JSON.stringify(d);
     eventsPanel.appendChild(row);
     while (eventsPanel.childNodes.length > 500) eventsPanel.removeChild(eventsPanel.firstChild);
-    // Scroll once per frame: reading scrollHeight at every event would force
-    // a layout each time.
-    if (!scrollQueued) {
-      scrollQueued = true;
-      requestAnimationFrame(function () { scrollQueued = false; eventsPanel.scrollTop = eventsPanel.scrollHeight; });
-    }
   }
-  var scrollQueued = false;
 
   function mount() {
     root.textContent = '';
@@ -1552,7 +1565,6 @@
     eventsPanel.className = 'ph-events';
     eventsPanel.id = 'ph-events';
     side.appendChild(eventsPanel);
-    events.forEach(appendEventRow);
     // Remember the focused input when a pointer goes down elsewhere, so that
     // the action the pointer starts commits it (focus moves before click).
     document.addEventListener('pointerdown', function () {
@@ -1599,8 +1611,8 @@
         frame.className = 'ph-frame ph-mode-' + app.mode;
         patch(frame, frame.firstChild, screen(r));
         patchChildren(chromeBar, [chrome()]);
-        inspectorPre.textContent = JSON.stringify(inspectorData(), null, 2);
       } while (again);
+      schedulePanels();
       app.metrics.last_render_ms = Math.round((performance.now() - t) * 100) / 100;
     } finally {
       rendering = false;
@@ -1614,13 +1626,13 @@
 
   function idle() {
     return new Promise(function (resolve) {
-      (function wait() { if (app.busy === 0) resolve(true); else setTimeout(wait, 10); })();
+      (function wait() { if (app.busy === 0 && firstPainted && !panelsQueued && !queued) resolve(true); else setTimeout(wait, 10); })();
     });
   }
 
   window.pluginhostPreview = {
     events: function () { return clone(events); },
-    clearEvents: function () { events.length = 0; if (eventsPanel) eventsPanel.textContent = ''; },
+    clearEvents: function () { events.length = 0; pendingRows = []; if (eventsPanel) eventsPanel.textContent = ''; },
     state: function () { return clone(currentRoute().state); },
     data: function () { return clone(ctxOf(currentRoute()).data); },
     context: function () { return clone(ctxOf(currentRoute()).context); },
@@ -1646,13 +1658,16 @@
   // Every node type of the catalog has a renderer; say so if one is missing.
   catalog.nodes.forEach(function (n) { if (!renderers[n.type]) warn('renderer_missing', 'node type ' + n.type + ' has no renderer in this preview', {}); });
 
+  app.metrics.scripts_loaded_ms = Math.round((T1 - T0) * 100) / 100;
   app.metrics.parsed_ms = Math.round((performance.now() - T0) * 100) / 100;
   mount();
   var start = extensions[bundle.start];
   var first = new Route(start, fctx.route || {}, null, true);
   app.stack.push(first);
   emit('open', { extension: start.id, point: start.point, parameters: first.params });
+  var T2 = performance.now();
   renderNow();
+  app.metrics.mounted_ms = Math.round((T2 - T0) * 100) / 100;
   app.metrics.first_render_ms = Math.round((performance.now() - T0) * 100) / 100;
   app.metrics.nodes = nodeCount;
   // The first frame shows the screen as the host opens it; its data sources
@@ -1660,6 +1675,8 @@
   requestAnimationFrame(function () {
     setTimeout(function () {
       app.metrics.first_paint_ms = Math.round((performance.now() - T0) * 100) / 100;
+      firstPainted = true;
+      schedulePanels();
       startSources(first);
     }, 0);
   });
