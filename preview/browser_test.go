@@ -840,3 +840,49 @@ func TestBrowserEscaping(t *testing.T) {
 		t.Fatal("text of the config became markup")
 	}
 }
+
+// Rule: every readable root of the specification reads its value; a whole
+// binding keeps its type and a text template writes it as text.
+func TestBrowserReadableRoots(t *testing.T) {
+	config := []byte(`{"ui_schema": 2,
+	  "initial_state": {"n": 2, "obj": {"b": 1, "a": [true, null]}},
+	  "data_sources": [{"id": "src", "capability": "roots.read"}, {"id": "bad", "capability": "roots.fail"}],
+	  "view": {"type": "column", "children": [
+	    {"type": "text", "props": {"text": "completed={{data.src.completed}} summary={{data.src.summary}} city={{data.src.data.city}} first={{data.src.data.list[0].v}}"}},
+	    {"type": "text", "props": {"text": "state={{state.n}} obj={{state.obj}}"}},
+	    {"type": "text", "props": {"text": "platform={{context.platform}} w={{context.screen.width}} h={{context.screen.height}} class={{context.screen.size_class}}"}},
+	    {"type": "text", "props": {"text": "network={{context.permissions.network}} storage={{context.permissions.storage}} google={{context.connections.google}} connected={{context.connected}}"}},
+	    {"type": "text", "props": {"text": "loading={{context.loading.src}} error={{context.errors.bad.code}} none={{context.errors.src}} route={{context.route.id}} tag={{context.route.filter.tag}}"}},
+	    {"type": "list", "props": {"items_source": "{{data.src.data.list}}"}, "children": [{"type": "text", "props": {"text": "item {{item.v}}"}}]},
+	    {"type": "metric", "props": {"label": "whole", "value": "{{data.src.data.list[1].v}}"}}
+	  ]}}`)
+	fixtures := []byte(`{
+	  "capabilities": {
+	    "roots.read": [{"result": {"summary": "Read", "data": {"city": "Bern", "list": [{"v": 1.5}, {"v": 1e21}]}}}],
+	    "roots.fail": [{"error": {"code": "NOPE", "message": "fails"}}]
+	  },
+	  "context": {"platform": "ios", "permissions": {"network": true}, "connections": {"google": true}, "connected": false,
+	    "route": {"id": "r1", "filter": {"tag": "work"}}, "screen": "medium"}
+	}`)
+	p := chromium(t).open(t, renderFile(t, Options{Config: config, Fixtures: fixtures}))
+	p.idle()
+	for _, want := range []string{
+		"completed=true summary=Read city=Bern first=1.5",
+		`state=2 obj={"a":[true,null],"b":1}`,
+		"platform=ios w=700 h=960 class=medium",
+		// Without a manifest no permission is requested, so none is granted.
+		"network=false storage=false google=true connected=false",
+		"loading=false error=NOPE none= route=r1 tag=work",
+		"item 1.5", "item 1e+21",
+	} {
+		p.wantText(want)
+	}
+	var ctx map[string]any
+	p.eval("window.pluginhostPreview.context()", &ctx)
+	if !jsonEqual(ctx["route"], map[string]any{"id": "r1", "filter": map[string]any{"tag": "work"}}) {
+		t.Fatalf("context.route = %v", ctx["route"])
+	}
+	if v := p.evalString(`document.querySelector("[data-ph-type=metric] .ph-t-headline_small").textContent`); v != "1e+21" {
+		t.Fatalf("metric value = %q", v)
+	}
+}
