@@ -39,6 +39,7 @@ import (
 	"pluginhost/live"
 	"pluginhost/migrations"
 	"pluginhost/models"
+	"pluginhost/preview"
 	"pluginhost/relay"
 	"pluginhost/resolvers"
 	"pluginhost/secret"
@@ -54,6 +55,7 @@ Usage:
   pluginhost keygen --out PREFIX
   pluginhost package --dir DIR --key PREFIX.key --out FILE
   pluginhost validate PATH [--json]
+  pluginhost preview (--dir DIR --extension ID | --config FILE [--manifest FILE]) [--fixtures FILE] --out FILE.html
 
 Every flag has an environment twin: --addr PLUGINHOST_ADDR, --db PLUGINHOST_DB,
 --data-dir PLUGINHOST_DATA_DIR, --redis PLUGINHOST_REDIS, --trusted-keys
@@ -109,6 +111,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = packageCmd(args[1:], stdout)
 	case "validate":
 		return validate(args[1:], stdout, stderr)
+	case "preview":
+		return previewCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -437,6 +441,89 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// previewCmd renders a plugin folder's extension, or one UI config, into one
+// standalone HTML file. Exit 0 written, 1 invalid config or fixtures (the
+// problems are printed), 2 usage or I/O error.
+func previewCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
+	dir := fs.String("dir", "", "plugin source folder")
+	ext := fs.String("extension", "", "id of the extension whose screen opens first")
+	config := fs.String("config", "", "one UI config (instead of --dir)")
+	manifest := fs.String("manifest", "", "manifest to check --config against (default: ../manifest.json of a config in ui/)")
+	fixtures := fs.String("fixtures", "", "fixtures file: canned capability results, storage, context")
+	out := fs.String("out", "", "HTML file to write")
+	pos, err := parse(fs, args)
+	if err == nil && (len(pos) != 0 || *out == "" || (*dir == "") == (*config == "") || (*dir != "" && *ext == "")) {
+		err = errors.New("usage: pluginhost preview (--dir DIR --extension ID | --config FILE [--manifest FILE]) [--fixtures FILE] --out FILE.html")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "pluginhost preview: %v\n", err)
+		return 2
+	}
+	opts, err := previewOptions(*dir, *ext, *config, *manifest, *fixtures)
+	if err != nil {
+		fmt.Fprintf(stderr, "pluginhost preview: %v\n", err)
+		return 2
+	}
+	html, report, err := preview.Render(opts)
+	var fe *preview.FixturesError
+	switch {
+	case errors.Is(err, preview.ErrInvalid):
+		writeReport(stdout, report)
+		fmt.Fprintf(stderr, "pluginhost preview: %v\n", err)
+		return 1
+	case errors.As(err, &fe):
+		fmt.Fprintf(stderr, "pluginhost preview: %s: %v\n", *fixtures, err)
+		return 1
+	case err != nil:
+		fmt.Fprintf(stderr, "pluginhost preview: %v\n", err)
+		return 2
+	}
+	if err := os.WriteFile(*out, html, 0o644); err != nil {
+		fmt.Fprintf(stderr, "pluginhost preview: %v\n", err)
+		return 2
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d bytes, %d warnings)\n", *out, len(html), len(report.Warnings))
+	return 0
+}
+
+// previewOptions reads the files of a preview. A config inside the ui/ folder
+// of a plugin is previewed with its whole plugin, so that navigation works.
+func previewOptions(dir, ext, config, manifest, fixtures string) (preview.Options, error) {
+	var opts preview.Options
+	var err error
+	if fixtures != "" {
+		if opts.Fixtures, err = os.ReadFile(fixtures); err != nil {
+			return opts, err
+		}
+	}
+	if config != "" && manifest == "" && ext == "" && filepath.Base(filepath.Dir(config)) == "ui" {
+		root := filepath.Dir(filepath.Dir(config))
+		if raw, err := os.ReadFile(filepath.Join(root, "manifest.json")); err == nil {
+			if m := validator.ParseManifest(raw); m != nil {
+				for _, e := range m.Extensions {
+					if e.Config == "ui/"+filepath.Base(config) || (e.Config == "" && filepath.Base(config) == e.ID+".json") {
+						dir, ext = root, e.ID
+					}
+				}
+			}
+		}
+	}
+	if dir != "" {
+		opts.Files, err = bundle.ReadDir(dir)
+		opts.Extension = ext
+		return opts, err
+	}
+	if opts.Config, err = os.ReadFile(config); err != nil {
+		return opts, err
+	}
+	opts.Extension = ext
+	if manifest != "" {
+		opts.Manifest, err = os.ReadFile(manifest)
+	}
+	return opts, err
 }
 
 func validatePath(path string) (*validator.Report, error) {

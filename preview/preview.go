@@ -1,0 +1,293 @@
+// Package preview renders a validated UI Runtime v2 config into one
+// standalone HTML file that behaves like the host: `pluginhost preview`.
+//
+// The page never executes plugin code. It carries the plugin's configs as
+// data, the node catalog of package uicatalog (uicatalog.JSON), the host's
+// Material 3 baseline themes, the fixtures that stand in for capabilities, and
+// a runtime written for the preview (assets/core.js and assets/runtime.js)
+// that interprets the configs with the host's rules: bindings, conditions,
+// state commits, input validation, flows, navigation with route data, the
+// storage tools on an in-page store, and a Runtime Inspector. Every invoke,
+// navigation, state change and validation failure is a host event in a log
+// that tests read (window.pluginhostPreview.events()).
+//
+// The rules shared with the Go side are checked by corpora that both pass:
+// binding/testdata/conformance.json (templates and conditions), and here
+// testdata/keys-conformance.json, testdata/storage-conformance.json and
+// testdata/input-conformance.json. docs/preview.md documents the command,
+// the fixtures format and the runtime.
+//
+// The page loads nothing: a Content-Security-Policy forbids every network
+// request, images are drawn as placeholders naming their URL (the real host
+// fetches them through its image proxy), and the JSON it embeds is escaped so
+// that no string of a config can close the script element that holds it.
+package preview
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"strings"
+
+	"pluginhost/models"
+	"pluginhost/uicatalog"
+	"pluginhost/validator"
+)
+
+//go:embed assets/core.js assets/runtime.js assets/preview.css
+var assets embed.FS
+
+// Options says what to preview.
+type Options struct {
+	// Files is a plugin folder as bundle.ReadDir returns it: manifest.json and
+	// the UI configs. Every UI extension's config is embedded, so that
+	// navigate actions can open them.
+	Files map[string][]byte
+	// Config is one UI config, used when Files is nil; Manifest is the
+	// manifest it is checked against (optional).
+	Config   []byte
+	Manifest []byte
+	// Extension is the id of the extension whose screen opens first. It is
+	// required with Files; with Config it names the config's extension in the
+	// manifest (default "main").
+	Extension string
+	// Fixtures is the fixtures file (see docs/preview.md), or nil.
+	Fixtures []byte
+}
+
+// ErrInvalid is returned, with the validator's report, for a plugin or config
+// that is not valid: the preview renders only what the host would accept.
+var ErrInvalid = errors.New("preview: the UI config is invalid; nothing was rendered")
+
+// CSP is the page's Content-Security-Policy: inline scripts and styles only,
+// images only from data: URLs, and no request to anywhere.
+const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'none'; font-src 'none'; form-action 'none'; base-uri 'none'"
+
+// pageExtension is one UI extension the page can show.
+type pageExtension struct {
+	ID     string          `json:"id"`
+	Point  string          `json:"point"`
+	Config json.RawMessage `json:"config"`
+}
+
+// pagePlugin is what the runtime needs of the manifest.
+type pagePlugin struct {
+	ID           string           `json:"id"`
+	Name         string           `json:"name"`
+	Version      string           `json:"version"`
+	Permissions  []string         `json:"permissions"`
+	Storage      *pageStorage     `json:"storage"`
+	Capabilities []pageCapability `json:"capabilities"`
+	HasManifest  bool             `json:"has_manifest"`
+}
+
+type pageStorage struct {
+	Namespaces []pageNamespace `json:"namespaces"`
+}
+
+type pageNamespace struct {
+	ID       string `json:"id"`
+	MaxBytes int    `json:"max_bytes"`
+}
+
+type pageCapability struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+}
+
+// pageBundle is the data the runtime starts from.
+type pageBundle struct {
+	Plugin     pagePlugin                   `json:"plugin"`
+	Start      string                       `json:"start"`
+	Extensions []pageExtension              `json:"extensions"`
+	Fixtures   map[string]any               `json:"fixtures"`
+	Themes     map[string]map[string]string `json:"themes"`
+	Screens    map[string][2]int            `json:"screens"`
+	Warnings   []models.Problem             `json:"warnings"`
+}
+
+// Render validates the plugin (or the single config) and returns the HTML of
+// the preview. An invalid plugin or config returns the report and ErrInvalid;
+// an invalid fixtures file returns a *FixturesError. The output depends only
+// on the options: the same input always gives the same bytes.
+func Render(opts Options) ([]byte, *validator.Report, error) {
+	b := pageBundle{Start: opts.Extension, Themes: baseline, Screens: screenSizes, Fixtures: map[string]any{}}
+	var m *models.Manifest
+	var report *validator.Report
+	if opts.Files != nil {
+		var ok bool
+		m, report = validator.CheckPlugin(opts.Files)
+		if !report.Valid {
+			return nil, report, ErrInvalid
+		}
+		if opts.Extension == "" {
+			return nil, report, fmt.Errorf("preview: name the extension to open; the plugin has %s", uiExtensions(m))
+		}
+		for _, e := range m.Extensions {
+			file := e.Config
+			if file == "" {
+				file = "ui/" + e.ID + ".json"
+			}
+			raw, err := compactJSON(opts.Files[file])
+			if err != nil {
+				return nil, report, fmt.Errorf("preview: %s: %w", file, err)
+			}
+			b.Extensions = append(b.Extensions, pageExtension{ID: e.ID, Point: e.Point, Config: raw})
+			ok = ok || e.ID == opts.Extension
+		}
+		if !ok {
+			return nil, report, fmt.Errorf("preview: the plugin has no extension %q; it has %s", opts.Extension, uiExtensions(m))
+		}
+	} else {
+		if opts.Config == nil {
+			return nil, nil, errors.New("preview: give a plugin folder or a UI config")
+		}
+		if b.Start == "" {
+			b.Start = "main"
+		}
+		if opts.Manifest != nil {
+			if m = validator.ParseManifest(opts.Manifest); m == nil {
+				return nil, nil, errors.New("preview: the manifest is not a JSON object")
+			}
+		}
+		report = validator.CheckUIConfig(opts.Config, m, b.Start)
+		if !report.Valid {
+			return nil, report, ErrInvalid
+		}
+		raw, err := compactJSON(opts.Config)
+		if err != nil {
+			return nil, report, err
+		}
+		point := "screen"
+		if m != nil {
+			for _, e := range m.Extensions {
+				if e.ID == b.Start {
+					point = e.Point
+				}
+			}
+		}
+		b.Extensions = []pageExtension{{ID: b.Start, Point: point, Config: raw}}
+	}
+	b.Warnings = report.Warnings
+	b.Plugin = plugin(m)
+	if opts.Fixtures != nil {
+		f, err := ParseFixtures(opts.Fixtures, m, stateKeys(b.Extensions, b.Start))
+		if err != nil {
+			return nil, report, err
+		}
+		b.Fixtures = f
+	}
+	out, err := writePage(&b)
+	return out, report, err
+}
+
+func uiExtensions(m *models.Manifest) string {
+	var ids []string
+	for _, e := range m.Extensions {
+		ids = append(ids, e.ID)
+	}
+	if len(ids) == 0 {
+		return "no extensions"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// compactJSON returns a config without insignificant space, member order and
+// number spellings kept.
+func compactJSON(raw []byte) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func plugin(m *models.Manifest) pagePlugin {
+	p := pagePlugin{Permissions: []string{}, Capabilities: []pageCapability{}}
+	if m == nil {
+		p.ID, p.Name = "preview", "Preview"
+		return p
+	}
+	p.ID, p.Name, p.Version, p.HasManifest = m.ID, m.Name, m.Version, true
+	p.Permissions = append(p.Permissions, m.Permissions...)
+	for _, c := range m.Capabilities {
+		p.Capabilities = append(p.Capabilities, pageCapability{ID: c.ID, Kind: c.Kind})
+	}
+	if st := m.EffectiveStorage(); st != nil {
+		p.Storage = &pageStorage{}
+		for _, n := range st.Namespaces {
+			p.Storage.Namespaces = append(p.Storage.Namespaces, pageNamespace{ID: n.ID, MaxBytes: n.MaxBytes})
+		}
+	}
+	return p
+}
+
+// stateKeys returns the initial_state keys of the extension id.
+func stateKeys(exts []pageExtension, id string) map[string]bool {
+	keys := map[string]bool{}
+	for _, e := range exts {
+		if e.ID != id {
+			continue
+		}
+		var c struct {
+			InitialState map[string]json.RawMessage `json:"initial_state"`
+		}
+		json.Unmarshal(e.Config, &c)
+		for k := range c.InitialState {
+			keys[k] = true
+		}
+	}
+	return keys
+}
+
+// scriptSafe escapes what could end a script element or a JavaScript string
+// early. These characters can only occur inside JSON strings, where the
+// escapes mean the same.
+var scriptSafe = strings.NewReplacer("<", `\u003c`, ">", `\u003e`, "&", `\u0026`, "\u2028", `\u2028`, "\u2029", `\u2029`)
+
+// jsonBlock returns v as an inert JSON script element.
+func jsonBlock(id string, v any) (string, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return `<script type="application/json" id="` + id + `">` + scriptSafe.Replace(string(raw)) + "</script>\n", nil
+}
+
+func asset(name string) string {
+	b, err := assets.ReadFile("assets/" + name)
+	if err != nil {
+		panic("preview: missing embedded asset " + name)
+	}
+	return string(b)
+}
+
+func writePage(b *pageBundle) ([]byte, error) {
+	var catalog bytes.Buffer
+	if err := json.Compact(&catalog, uicatalog.JSON()); err != nil {
+		return nil, err
+	}
+	bundle, err := jsonBlock("ph-bundle", b)
+	if err != nil {
+		return nil, err
+	}
+	title := b.Plugin.Name + " · " + b.Start
+	var out strings.Builder
+	out.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+	out.WriteString(`<meta http-equiv="Content-Security-Policy" content="` + CSP + "\">\n")
+	out.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
+	out.WriteString("<meta name=\"generator\" content=\"pluginhost preview\">\n")
+	out.WriteString("<title>Preview: " + html.EscapeString(title) + "</title>\n")
+	out.WriteString("<style>\n" + asset("preview.css") + "</style>\n</head>\n<body>\n")
+	out.WriteString("<script>window.pluginhostStart = performance.now();</script>\n")
+	out.WriteString("<div id=\"ph-app\" class=\"ph-app\"><noscript>The preview needs JavaScript.</noscript></div>\n")
+	out.WriteString(`<script type="application/json" id="ph-catalog">` + scriptSafe.Replace(catalog.String()) + "</script>\n")
+	out.WriteString(bundle)
+	out.WriteString("<script>\n" + asset("core.js") + "</script>\n")
+	out.WriteString("<script>\n" + asset("runtime.js") + "</script>\n")
+	out.WriteString("</body>\n</html>\n")
+	return []byte(out.String()), nil
+}
