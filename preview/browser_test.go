@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"pluginhost/bundle"
+	"pluginhost/internal/browser"
 )
 
 // The browser tests drive generated previews in headless Chromium: they type
@@ -19,9 +20,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if sharedBrowser != nil {
-		sharedBrowser.close()
-	}
+	browser.CloseShared()
 	os.Exit(code)
 }
 
@@ -58,8 +57,7 @@ func labOptions(t *testing.T, extension string) Options {
 // openLab opens the lab plugin's extension and waits for its first loads.
 func openLab(t *testing.T, extension string) *page {
 	t.Helper()
-	b := chromium(t)
-	p := b.open(t, renderFile(t, labOptions(t, extension)))
+	p := open(t, renderFile(t, labOptions(t, extension)))
 	p.idle()
 	return p
 }
@@ -85,7 +83,7 @@ func jsonEqual(a, b any) bool {
 func state(t *testing.T, p *page) map[string]any {
 	t.Helper()
 	var s map[string]any
-	p.eval("window.pluginhostPreview.state()", &s)
+	p.Eval("window.pluginhostPreview.state()", &s)
 	return s
 }
 
@@ -108,17 +106,17 @@ func TestBrowserEveryNodeType(t *testing.T) {
 	  },
 	  "state": {"open": true}
 	}`)
-	p := chromium(t).open(t, renderFile(t, Options{Config: config, Manifest: manifest, Extension: "main", Fixtures: fixtures}))
+	p := open(t, renderFile(t, Options{Config: config, Manifest: manifest, Extension: "main", Fixtures: fixtures}))
 	p.idle()
 	var catalogTypes, renderers []string
-	p.eval("window.pluginhostPreview.catalogTypes()", &catalogTypes)
-	p.eval("window.pluginhostPreview.rendererTypes().sort()", &renderers)
+	p.Eval("window.pluginhostPreview.catalogTypes()", &catalogTypes)
+	p.Eval("window.pluginhostPreview.rendererTypes().sort()", &renderers)
 	if len(catalogTypes) != 35 {
 		t.Fatalf("the page's catalog has %d node types, want 35", len(catalogTypes))
 	}
 	seen := func() map[string]bool {
 		var types []string
-		p.eval(`Array.from(new Set(Array.from(document.querySelectorAll("[data-ph-type]")).map(function(e){return e.getAttribute("data-ph-type")})))`, &types)
+		p.Eval(`Array.from(new Set(Array.from(document.querySelectorAll("[data-ph-type]")).map(function(e){return e.getAttribute("data-ph-type")})))`, &types)
 		m := map[string]bool{}
 		for _, ty := range types {
 			m[ty] = true
@@ -127,14 +125,14 @@ func TestBrowserEveryNodeType(t *testing.T) {
 	}
 	got := seen()
 	// The sheet shows while state.open is "sheet".
-	p.eval(`window.pluginhostPreview.setState({open: "sheet"})`, nil)
+	p.Eval(`window.pluginhostPreview.setState({open: "sheet"})`, nil)
 	for ty := range seen() {
 		got[ty] = true
 	}
 	// The empty state shows while the weather has no result.
-	q := chromium(t).open(t, renderFile(t, Options{Config: config, Manifest: manifest, Extension: "main"}))
+	q := open(t, renderFile(t, Options{Config: config, Manifest: manifest, Extension: "main"}))
 	q.idle()
-	if q.evalBool(`document.querySelector("[data-ph-type=empty]")`) {
+	if q.EvalBool(`document.querySelector("[data-ph-type=empty]")`) {
 		got["empty"] = true
 	}
 	for _, ty := range catalogTypes {
@@ -146,10 +144,10 @@ func TestBrowserEveryNodeType(t *testing.T) {
 		t.Errorf("renderers missing: %v", ev)
 	}
 	// Images: a placeholder naming the URL, an image_fetch host event, no load.
-	if p.evalBool(`document.querySelectorAll("img").length > 0`) {
+	if p.EvalBool(`document.querySelectorAll("img").length > 0`) {
 		t.Error("the page has an <img> element; images must never be loaded")
 	}
-	if title := p.evalString(`document.querySelector("[data-ph-type=image]").getAttribute("title")`); title != "https://images.example/sun.png" {
+	if title := p.EvalString(`document.querySelector("[data-ph-type=image]").getAttribute("title")`); title != "https://images.example/sun.png" {
 		t.Errorf("image placeholder title = %q", title)
 	}
 	found := false
@@ -160,7 +158,7 @@ func TestBrowserEveryNodeType(t *testing.T) {
 		t.Errorf("no image_fetch event for the resolved URL: %v", p.eventsOf("image_fetch"))
 	}
 	var resources int
-	p.eval(`performance.getEntriesByType("resource").length`, &resources)
+	p.Eval(`performance.getEntriesByType("resource").length`, &resources)
 	if resources != 0 {
 		t.Errorf("the page requested %d resources; it must load nothing", resources)
 	}
@@ -170,23 +168,23 @@ func TestBrowserEveryNodeType(t *testing.T) {
 // binding keeps the JSON type of its value.
 func TestBrowserFocusedInputCommitAndTyping(t *testing.T) {
 	p := openLab(t, "main")
-	p.typeInto(`[data-state-key="note"]`, "Ada")
-	p.clickText("button", "Send note")
+	p.TypeInto(`[data-state-key="note"]`, "Ada")
+	p.ClickText("button", "Send note")
 	p.idle()
 	inv := lastOf(t, p, "invoke")
 	if !jsonEqual(inv["arguments"], map[string]any{"name": "Ada"}) {
 		t.Fatalf("invoke arguments = %v, want the typed text", inv["arguments"])
 	}
 	// A number field commits a number; {{state.days}} passes it as a number.
-	p.typeInto(`[data-state-key="name"]`, "Bo")
-	p.typeInto(`[data-state-key="days"]`, "3")
+	p.TypeInto(`[data-state-key="name"]`, "Bo")
+	p.TypeInto(`[data-state-key="days"]`, "3")
 	if s := state(t, p); s["days"] != 3.0 || s["name"] != "Bo" {
 		t.Fatalf("state = %v, want days the number 3", s)
 	}
-	p.click(`button[data-state-key="city"]`)
-	p.clickText(`[role=option]`, "Bern")
-	p.click(`[data-state-key="agree"]`)
-	p.clickText("button", "Submit")
+	p.Click(`button[data-state-key="city"]`)
+	p.ClickText(`[role=option]`, "Bern")
+	p.Click(`[data-state-key="agree"]`)
+	p.ClickText("button", "Submit")
 	p.idle()
 	inv = lastOf(t, p, "invoke")
 	want := map[string]any{"name": "Bo", "times": 3, "city": "bern"}
@@ -194,7 +192,7 @@ func TestBrowserFocusedInputCommitAndTyping(t *testing.T) {
 		t.Fatalf("invoke arguments = %v, want %v", inv["arguments"], want)
 	}
 	var raw string
-	p.eval(`JSON.stringify(window.pluginhostPreview.events().filter(function(e){return e.type==="invoke"}).pop().arguments.times)`, &raw)
+	p.Eval(`JSON.stringify(window.pluginhostPreview.events().filter(function(e){return e.type==="invoke"}).pop().arguments.times)`, &raw)
 	if raw != "3" {
 		t.Fatalf("times passed as %s, want the number 3", raw)
 	}
@@ -209,7 +207,7 @@ func TestBrowserIMECompositionCommit(t *testing.T) {
 	p := openLab(t, "main")
 	// Synthetic composition: the field holds the composing text, the input
 	// events say isComposing, and no compositionend comes.
-	p.eval(`(function(){
+	p.Eval(`(function(){
 	  var el = document.querySelector('[data-state-key="note"]');
 	  el.focus();
 	  el.dispatchEvent(new CompositionEvent("compositionstart", {data: ""}));
@@ -221,7 +219,7 @@ func TestBrowserIMECompositionCommit(t *testing.T) {
 		t.Fatalf("state note = %q during composition; the preview commits it only when an action runs", s["note"])
 	}
 	// The button is pressed while the field keeps focus.
-	p.eval(`Array.from(document.querySelectorAll("button")).filter(function(b){return b.textContent==="Send note"})[0].click()`, nil)
+	p.Eval(`Array.from(document.querySelectorAll("button")).filter(function(b){return b.textContent==="Send note"})[0].click()`, nil)
 	p.idle()
 	inv := lastOf(t, p, "invoke")
 	if !jsonEqual(inv["arguments"], map[string]any{"name": "東京"}) {
@@ -234,10 +232,10 @@ func TestBrowserIMECompositionCommit(t *testing.T) {
 
 	// The browser's own input method path: Chromium composes text, then the
 	// mouse presses the button.
-	p.click(`[data-state-key="note"]`)
-	p.eval(`document.querySelector('[data-state-key="note"]').select()`, nil)
-	p.do("Input.imeSetComposition", map[string]any{"text": "大阪", "selectionStart": 2, "selectionEnd": 2})
-	p.clickText("button", "Send note")
+	p.Click(`[data-state-key="note"]`)
+	p.Eval(`document.querySelector('[data-state-key="note"]').select()`, nil)
+	p.Do("Input.imeSetComposition", map[string]any{"text": "大阪", "selectionStart": 2, "selectionEnd": 2})
+	p.ClickText("button", "Send note")
 	p.idle()
 	inv = lastOf(t, p, "invoke")
 	if !jsonEqual(inv["arguments"], map[string]any{"name": "大阪"}) {
@@ -249,7 +247,7 @@ func TestBrowserIMECompositionCommit(t *testing.T) {
 // the failure is a host event and the errors show.
 func TestBrowserValidateBlocksFlow(t *testing.T) {
 	p := openLab(t, "main")
-	p.clickText("button", "Submit")
+	p.ClickText("button", "Submit")
 	p.idle()
 	if ev := p.eventsOf("invoke"); len(ev) > 0 {
 		t.Fatalf("an invalid form ran its flow: %v", ev)
@@ -265,9 +263,9 @@ func TestBrowserValidateBlocksFlow(t *testing.T) {
 	p.wantText("Give a name of at least 2 characters")
 	p.wantText("Choose a city")
 	// One character is still too short; minimum and maximum apply to days.
-	p.typeInto(`[data-state-key="name"]`, "A")
-	p.typeInto(`[data-state-key="days"]`, "20")
-	p.clickText("button", "Submit")
+	p.TypeInto(`[data-state-key="name"]`, "A")
+	p.TypeInto(`[data-state-key="days"]`, "20")
+	p.ClickText("button", "Submit")
 	p.idle()
 	vf = lastOf(t, p, "validation_failed")
 	got := map[string]any{}
@@ -279,7 +277,7 @@ func TestBrowserValidateBlocksFlow(t *testing.T) {
 		t.Fatalf("validation errors = %v", got)
 	}
 	var insp map[string]any
-	p.eval("window.pluginhostPreview.inspector()", &insp)
+	p.Eval("window.pluginhostPreview.inspector()", &insp)
 	if n := len(insp["validation_errors"].([]any)); n != 4 {
 		t.Fatalf("the inspector shows %d validation errors, want 4: %v", n, insp["validation_errors"])
 	}
@@ -292,18 +290,18 @@ func TestBrowserValidateBlocksFlow(t *testing.T) {
 // chosen value with its type.
 func TestBrowserSearchableSelectFromSource(t *testing.T) {
 	p := openLab(t, "main")
-	p.click(`button[data-state-key="city"]`)
+	p.Click(`button[data-state-key="city"]`)
 	var labels []string
-	p.eval(`Array.from(document.querySelectorAll("[role=option]")).map(function(o){return o.textContent})`, &labels)
+	p.Eval(`Array.from(document.querySelectorAll("[role=option]")).map(function(o){return o.textContent})`, &labels)
 	if strings.Join(labels, ",") != "Bern,Basel,Zürich" {
 		t.Fatalf("options = %v, want those of the source", labels)
 	}
-	p.typeInto(`.ph-select-search`, "ba")
-	p.eval(`Array.from(document.querySelectorAll("[role=option]")).map(function(o){return o.textContent})`, &labels)
+	p.TypeInto(`.ph-select-search`, "ba")
+	p.Eval(`Array.from(document.querySelectorAll("[role=option]")).map(function(o){return o.textContent})`, &labels)
 	if strings.Join(labels, ",") != "Basel" {
 		t.Fatalf("filtered options = %v, want Basel", labels)
 	}
-	p.clickText(`[role=option]`, "Basel")
+	p.ClickText(`[role=option]`, "Basel")
 	if s := state(t, p); s["city"] != "basel" {
 		t.Fatalf("state city = %v, want basel", s["city"])
 	}
@@ -311,7 +309,7 @@ func TestBrowserSearchableSelectFromSource(t *testing.T) {
 	if ch["key"] != "city" || ch["from"] != "select" {
 		t.Fatalf("state_change = %v", ch)
 	}
-	if got := p.evalString(`document.querySelector('button[data-state-key="city"]').textContent`); !strings.HasPrefix(got, "Basel") {
+	if got := p.EvalString(`document.querySelector('button[data-state-key="city"]').textContent`); !strings.HasPrefix(got, "Basel") {
 		t.Fatalf("the select shows %q", got)
 	}
 }
@@ -319,20 +317,20 @@ func TestBrowserSearchableSelectFromSource(t *testing.T) {
 // Rule: suggestions come from a static list or a source and fill the field.
 func TestBrowserSuggestions(t *testing.T) {
 	p := openLab(t, "main")
-	p.typeInto(`[data-state-key="query"]`, "B")
+	p.TypeInto(`[data-state-key="query"]`, "B")
 	var shown []string
-	p.waitFor(`document.querySelectorAll(".ph-suggestion").length > 0`)
-	p.eval(`Array.from(document.querySelectorAll(".ph-suggestion")).map(function(o){return o.textContent})`, &shown)
+	p.WaitFor(`document.querySelectorAll(".ph-suggestion").length > 0`)
+	p.Eval(`Array.from(document.querySelectorAll(".ph-suggestion")).map(function(o){return o.textContent})`, &shown)
 	if strings.Join(shown, ",") != "Bern,Basel" {
 		t.Fatalf("suggestions = %v, want Bern, Basel (from the source)", shown)
 	}
-	p.clickText(".ph-suggestion", "Basel")
+	p.ClickText(".ph-suggestion", "Basel")
 	if s := state(t, p); s["query"] != "Basel" {
 		t.Fatalf("state query = %v", s["query"])
 	}
-	p.typeInto(`[data-state-key="note"]`, "ga")
-	p.waitFor(`document.querySelectorAll(".ph-suggestion").length > 0`)
-	p.eval(`Array.from(document.querySelectorAll(".ph-suggestion")).map(function(o){return o.textContent})`, &shown)
+	p.TypeInto(`[data-state-key="note"]`, "ga")
+	p.WaitFor(`document.querySelectorAll(".ph-suggestion").length > 0`)
+	p.Eval(`Array.from(document.querySelectorAll(".ph-suggestion")).map(function(o){return o.textContent})`, &shown)
 	if strings.Join(shown, ",") != "Gamma" {
 		t.Fatalf("static suggestions = %v, want Gamma", shown)
 	}
@@ -342,8 +340,8 @@ func TestBrowserSuggestions(t *testing.T) {
 // earlier one.
 func TestBrowserSequentialFlow(t *testing.T) {
 	p := openLab(t, "main")
-	p.clickText(`[data-ph-nav-item]`, "Flows")
-	p.clickText("button", "Order")
+	p.ClickText(`[data-ph-nav-item]`, "Flows")
+	p.ClickText("button", "Order")
 	p.idle()
 	inv := p.eventsOf("invoke")
 	if len(inv) != 2 || inv[0]["capability"] != "orders.create" || inv[1]["capability"] != "orders.confirm" {
@@ -358,9 +356,9 @@ func TestBrowserSequentialFlow(t *testing.T) {
 // Rule: a parallel flow runs its actions together.
 func TestBrowserParallelFlow(t *testing.T) {
 	p := openLab(t, "main")
-	p.clickText(`[data-ph-nav-item]`, "Flows")
-	p.eval("window.pluginhostPreview.clearEvents()", nil)
-	p.clickText("button", "Parallel")
+	p.ClickText(`[data-ph-nav-item]`, "Flows")
+	p.Eval("window.pluginhostPreview.clearEvents()", nil)
+	p.ClickText("button", "Parallel")
 	p.idle()
 	var order []string
 	for _, e := range p.events() {
@@ -382,8 +380,8 @@ func TestBrowserParallelFlow(t *testing.T) {
 // it the flow stops.
 func TestBrowserContinueOnError(t *testing.T) {
 	p := openLab(t, "main")
-	p.clickText(`[data-ph-nav-item]`, "Flows")
-	p.clickText("button", "Stop")
+	p.ClickText(`[data-ph-nav-item]`, "Flows")
+	p.ClickText("button", "Stop")
 	p.idle()
 	if s := state(t, p); s["counter"] != 0.0 {
 		t.Fatalf("counter = %v: the flow went on after a failure", s["counter"])
@@ -396,7 +394,7 @@ func TestBrowserContinueOnError(t *testing.T) {
 	if res["ok"] != false || res["error"].(map[string]any)["code"] != "BROKEN" {
 		t.Fatalf("invoke_result = %v", res)
 	}
-	p.clickText("button", "Keep going")
+	p.ClickText("button", "Keep going")
 	p.idle()
 	if s := state(t, p); s["counter"] != 1.0 {
 		t.Fatalf("counter = %v: continue_on_error did not go on", s["counter"])
@@ -408,24 +406,24 @@ func TestBrowserContinueOnError(t *testing.T) {
 // result into the opener's result_state.
 func TestBrowserNavigateAndBack(t *testing.T) {
 	p := openLab(t, "main")
-	p.typeInto(`[data-state-key="name"]`, "n7")
-	p.clickText(`[data-ph-nav-item]`, "Routes")
-	p.clickText("button", "Open detail")
+	p.TypeInto(`[data-state-key="name"]`, "n7")
+	p.ClickText(`[data-ph-nav-item]`, "Routes")
+	p.ClickText("button", "Open detail")
 	p.idle()
 	nav := lastOf(t, p, "navigate")
 	if nav["target"] != "detail" || !jsonEqual(nav["parameters"], map[string]any{"id": "n7", "kind": "order"}) || nav["result_state"] != "picked" {
 		t.Fatalf("navigate = %v", nav)
 	}
-	p.waitFor(`document.querySelector("[data-ph-extension=detail]")`)
+	p.WaitFor(`document.querySelector("[data-ph-extension=detail]")`)
 	p.wantText("Detail n7")
 	p.wantText("Kind order")
 	var route map[string]any
-	p.eval("window.pluginhostPreview.route()", &route)
+	p.Eval("window.pluginhostPreview.route()", &route)
 	if route["depth"] != 2.0 || !jsonEqual(route["parameters"], map[string]any{"id": "n7", "kind": "order"}) {
 		t.Fatalf("route = %v", route)
 	}
-	p.clickText("button", "Choose")
-	p.waitFor(`document.querySelector("[data-ph-extension=main]")`)
+	p.ClickText("button", "Choose")
+	p.WaitFor(`document.querySelector("[data-ph-extension=main]")`)
 	back := lastOf(t, p, "back")
 	if !jsonEqual(back["result"], map[string]any{"choice": "blue", "id": "n7"}) {
 		t.Fatalf("back = %v", back)
@@ -444,30 +442,30 @@ func TestBrowserNavigateAndBack(t *testing.T) {
 // the replaced route, which receives the result.
 func TestBrowserReplace(t *testing.T) {
 	p := openLab(t, "main")
-	p.clickText(`[data-ph-nav-item]`, "Routes")
-	p.clickText("button", "Open detail")
-	p.waitFor(`document.querySelector("[data-ph-extension=detail]")`)
-	p.clickText("button", "Replace")
-	p.waitFor(`document.querySelector("[data-ph-extension=other]")`)
+	p.ClickText(`[data-ph-nav-item]`, "Routes")
+	p.ClickText("button", "Open detail")
+	p.WaitFor(`document.querySelector("[data-ph-extension=detail]")`)
+	p.ClickText("button", "Replace")
+	p.WaitFor(`document.querySelector("[data-ph-extension=other]")`)
 	p.wantText("Other from detail")
 	var route map[string]any
-	p.eval("window.pluginhostPreview.route()", &route)
+	p.Eval("window.pluginhostPreview.route()", &route)
 	if route["depth"] != 2.0 {
 		t.Fatalf("depth after replace = %v, want 2", route["depth"])
 	}
 	if nav := lastOf(t, p, "navigate"); nav["replace"] != true {
 		t.Fatalf("navigate = %v", nav)
 	}
-	p.clickText("button", "Done")
-	p.waitFor(`document.querySelector("[data-ph-extension=main]")`)
+	p.ClickText("button", "Done")
+	p.WaitFor(`document.querySelector("[data-ph-extension=main]")`)
 	if s := state(t, p); !jsonEqual(s["picked"], map[string]any{"choice": "other"}) {
 		t.Fatalf("picked = %v, want the replacing route's result", s["picked"])
 	}
 	// The host's back arrow closes a route without a result.
-	p.clickText("button", "Open detail")
-	p.waitFor(`document.querySelector("[data-ph-extension=detail]")`)
-	p.click(`[data-ph-host-back]`)
-	p.waitFor(`document.querySelector("[data-ph-extension=main]")`)
+	p.ClickText("button", "Open detail")
+	p.WaitFor(`document.querySelector("[data-ph-extension=detail]")`)
+	p.Click(`[data-ph-host-back]`)
+	p.WaitFor(`document.querySelector("[data-ph-extension=main]")`)
 	if s := state(t, p); s["picked"] != nil {
 		t.Fatalf("picked = %v after a back without result, want null", s["picked"])
 	}
@@ -477,10 +475,10 @@ func TestBrowserReplace(t *testing.T) {
 // selected state key and run the item's action; adaptive follows the width.
 func TestBrowserNavigationTypes(t *testing.T) {
 	p := openLab(t, "main")
-	if typ := p.evalString(`document.querySelector("[data-ph-nav-type]").getAttribute("data-ph-nav-type")`); typ != "tabs" {
+	if typ := p.EvalString(`document.querySelector("[data-ph-nav-type]").getAttribute("data-ph-nav-type")`); typ != "tabs" {
 		t.Fatalf("main navigation is %s, want tabs", typ)
 	}
-	p.clickText(`[data-ph-nav-item]`, "Flows")
+	p.ClickText(`[data-ph-nav-item]`, "Flows")
 	p.idle()
 	if s := state(t, p); s["tab"] != "flows" {
 		t.Fatalf("tab = %v", s["tab"])
@@ -495,43 +493,43 @@ func TestBrowserNavigationTypes(t *testing.T) {
 		t.Fatalf("the item's action did not run: %v", src)
 	}
 	// App bar: an action in the bar and one in the overflow menu.
-	p.click(`[data-ph-overflow]`)
-	p.clickText(".ph-menu-item", "About")
+	p.Click(`[data-ph-overflow]`)
+	p.ClickText(".ph-menu-item", "About")
 	p.wantText("Counter 99")
 
 	// A bar without a selected state key.
 	p2 := openLab(t, "other")
-	if typ := p2.evalString(`document.querySelector("[data-ph-nav-type]").getAttribute("data-ph-nav-type")`); typ != "bar" {
+	if typ := p2.EvalString(`document.querySelector("[data-ph-nav-type]").getAttribute("data-ph-nav-type")`); typ != "bar" {
 		t.Fatalf("other navigation is %s, want bar", typ)
 	}
-	p2.click(`[data-ph-nav-item=two]`)
+	p2.Click(`[data-ph-nav-item=two]`)
 	p2.wantText("mark two")
-	if p2.evalString(`document.querySelector("[data-ph-nav-item=two]").getAttribute("aria-selected")`) != "true" {
+	if p2.EvalString(`document.querySelector("[data-ph-nav-item=two]").getAttribute("aria-selected")`) != "true" {
 		t.Fatal("the chosen bar item is not selected")
 	}
 
 	// Adaptive: a bar when compact, a rail from the breakpoint.
 	p3 := openLab(t, "rail")
-	if typ := p3.evalString(`document.querySelector("[data-ph-nav-type]").getAttribute("data-ph-nav-type")`); typ != "bar" {
+	if typ := p3.EvalString(`document.querySelector("[data-ph-nav-type]").getAttribute("data-ph-nav-type")`); typ != "bar" {
 		t.Fatalf("adaptive at compact is %s, want bar", typ)
 	}
-	p3.click(`[data-ph-size=expanded]`)
-	if typ := p3.evalString(`document.querySelector("[data-ph-nav-type]").getAttribute("data-ph-nav-type")`); typ != "rail" {
+	p3.Click(`[data-ph-size=expanded]`)
+	if typ := p3.EvalString(`document.querySelector("[data-ph-nav-type]").getAttribute("data-ph-nav-type")`); typ != "rail" {
 		t.Fatalf("adaptive at expanded is %s, want rail", typ)
 	}
 	p3.wantText("at expanded (1180)")
-	p3.click(`[data-ph-nav-item=sent]`)
+	p3.Click(`[data-ph-nav-item=sent]`)
 	p3.wantText("Section sent")
 
 	// A drawer opens from the app bar and closes on a choice.
 	p4 := openLab(t, "drawer")
-	if p4.evalBool(`document.querySelector("[data-ph-nav-type]")`) {
+	if p4.EvalBool(`document.querySelector("[data-ph-nav-type]")`) {
 		t.Fatal("the drawer is open before it is asked for")
 	}
-	p4.click(`[data-ph-drawer-toggle]`)
-	p4.click(`[data-ph-nav-item=b]`)
+	p4.Click(`[data-ph-drawer-toggle]`)
+	p4.Click(`[data-ph-nav-item=b]`)
 	p4.wantText("Page b")
-	if p4.evalBool(`document.querySelector("[data-ph-nav-type]")`) {
+	if p4.EvalBool(`document.querySelector("[data-ph-nav-type]")`) {
 		t.Fatal("the drawer stays open after a choice")
 	}
 }
@@ -540,19 +538,19 @@ func TestBrowserNavigationTypes(t *testing.T) {
 // extension's own namespace.
 func TestBrowserSetStatePersist(t *testing.T) {
 	p := openLab(t, "main")
-	p.clickText(`[data-ph-nav-item]`, "Flows")
-	p.clickText("button", "Persist")
+	p.ClickText(`[data-ph-nav-item]`, "Flows")
+	p.ClickText("button", "Persist")
 	p.wantText("Counter 7")
 	if ev := lastOf(t, p, "state_persisted"); !jsonEqual(ev["keys"], []string{"counter"}) {
 		t.Fatalf("state_persisted = %v", ev)
 	}
 	var stored string
-	p.eval(`localStorage.getItem("pluginhost-preview:com.example.lab:main:state")`, &stored)
+	p.Eval(`localStorage.getItem("pluginhost-preview:com.example.lab:main:state")`, &stored)
 	if stored != `{"counter":7}` {
 		t.Fatalf("localStorage holds %q", stored)
 	}
-	p.do("Page.reload", nil)
-	p.waitFor(`document.readyState === "complete" && window.pluginhostPreview && window.pluginhostPreview.events().length > 0`)
+	p.Do("Page.reload", nil)
+	p.WaitFor(`document.readyState === "complete" && window.pluginhostPreview && window.pluginhostPreview.events().length > 0`)
 	p.idle()
 	if s := state(t, p); s["counter"] != 7.0 || s["tab"] != "form" {
 		t.Fatalf("after reload state = %v, want counter 7 kept and tab not persisted", s)
@@ -563,21 +561,21 @@ func TestBrowserSetStatePersist(t *testing.T) {
 // Rule: a source shows its loading state while the fixture's delay runs, and
 // refresh loads it again.
 func TestBrowserLoadingAndRefresh(t *testing.T) {
-	p := chromium(t).open(t, renderFile(t, labOptions(t, "main")))
+	p := open(t, renderFile(t, labOptions(t, "main")))
 	p.wantText("Loading slow…")
 	var loading bool
-	p.eval("window.pluginhostPreview.context().loading.slow", &loading)
+	p.Eval("window.pluginhostPreview.context().loading.slow", &loading)
 	if !loading {
 		t.Fatal("context.loading.slow is false during the delay")
 	}
-	if !p.evalBool(`document.querySelector("[data-ph-loading]")`) {
+	if !p.EvalBool(`document.querySelector("[data-ph-loading]")`) {
 		t.Fatal("the host shows no loading indicator")
 	}
 	p.idle()
 	p.wantText("Slow value 5")
 	p.wantNoText("Loading slow…")
-	p.clickText(`[data-ph-nav-item]`, "Flows")
-	p.clickText("button", "Refresh slow")
+	p.ClickText(`[data-ph-nav-item]`, "Flows")
+	p.ClickText("button", "Refresh slow")
 	p.wantText("Loading slow…")
 	// Existing good data stays while the source reloads.
 	p.wantText("Slow value 5")
@@ -598,19 +596,19 @@ func TestBrowserLoadingAndRefresh(t *testing.T) {
 func TestBrowserErrorAndRetry(t *testing.T) {
 	p := openLab(t, "main")
 	p.wantText("Flaky failed: UPSTREAM_UNAVAILABLE")
-	if !p.evalBool(`document.querySelector("[data-ph-retry=flaky]")`) {
+	if !p.EvalBool(`document.querySelector("[data-ph-retry=flaky]")`) {
 		t.Fatal("no retry state for a source whose first load failed")
 	}
 	var errs map[string]any
-	p.eval("window.pluginhostPreview.context().errors", &errs)
+	p.Eval("window.pluginhostPreview.context().errors", &errs)
 	if e, _ := errs["flaky"].(map[string]any); e == nil || e["code"] != "UPSTREAM_UNAVAILABLE" {
 		t.Fatalf("context.errors.flaky = %v", errs["flaky"])
 	}
-	p.click(`[data-ph-retry=flaky] button`)
+	p.Click(`[data-ph-retry=flaky] button`)
 	p.idle()
 	p.wantText("Flaky: recovered")
 	p.wantNoText("Flaky failed")
-	if p.evalBool(`document.querySelector("[data-ph-retry=flaky]")`) {
+	if p.EvalBool(`document.querySelector("[data-ph-retry=flaky]")`) {
 		t.Fatal("the retry state stays after a good load")
 	}
 	if r := lastOf(t, p, "retry"); r["source"] != "flaky" {
@@ -623,7 +621,7 @@ func TestBrowserErrorAndRetry(t *testing.T) {
 func TestBrowserDeclaredKeysOnly(t *testing.T) {
 	p := openLab(t, "main")
 	var res map[string]any
-	p.eval(`window.pluginhostPreview.setState({nope: 1, counter: 3})`, &res)
+	p.Eval(`window.pluginhostPreview.setState({nope: 1, counter: 3})`, &res)
 	if res["ok"] != false || !jsonEqual(res["refused"], []string{"nope"}) {
 		t.Fatalf("setState = %v", res)
 	}
@@ -636,7 +634,7 @@ func TestBrowserDeclaredKeysOnly(t *testing.T) {
 		t.Fatalf("state_refused = %v", ref)
 	}
 	var ok bool
-	p.eval(`window.pluginhostPreview.runAction({type: "set_state", values: {secret_mode: true}})`, &ok)
+	p.Eval(`window.pluginhostPreview.runAction({type: "set_state", values: {secret_mode: true}})`, &ok)
 	if ok {
 		t.Fatal("a set_state of an undeclared key succeeded")
 	}
@@ -649,10 +647,10 @@ func TestBrowserDeclaredKeysOnly(t *testing.T) {
 // fixtures, with revision conflicts; a change re-reads the storage sources.
 func TestBrowserStorageTools(t *testing.T) {
 	p := openLab(t, "main")
-	p.clickText(`[data-ph-nav-item]`, "Data")
+	p.ClickText(`[data-ph-nav-item]`, "Data")
 	p.idle()
 	p.wantText("seeded r3")
-	p.clickText("button", "Add note")
+	p.ClickText("button", "Add note")
 	p.idle()
 	p.wantText("n0 r1")
 	res := p.eventsOf("invoke_result")
@@ -663,18 +661,18 @@ func TestBrowserStorageTools(t *testing.T) {
 	if l := loads[len(loads)-1]; l["source"] != "notes" || l["reason"] != "storage_changed" {
 		t.Fatalf("the storage source was not re-read: %v", l)
 	}
-	p.clickText("button", "Add note")
+	p.ClickText("button", "Add note")
 	p.idle()
 	if r := lastOf(t, p, "invoke_result"); r["error"].(map[string]any)["code"] != "PLUGIN_STORAGE_CONFLICT" {
 		t.Fatalf("a second create of n0 = %v, want a conflict", r)
 	}
-	p.clickText("button", "Stale update")
+	p.ClickText("button", "Stale update")
 	p.idle()
 	if r := lastOf(t, p, "invoke_result"); r["ok"] != false || r["error"].(map[string]any)["code"] != "PLUGIN_STORAGE_CONFLICT" {
 		t.Fatalf("a stale update = %v, want PLUGIN_STORAGE_CONFLICT", r)
 	}
 	var ok bool
-	p.eval(`window.pluginhostPreview.runAction({type: "invoke", capability: "host.storage.create", arguments: {namespace: "notes", key: "apiKey", value: "x"}})`, &ok)
+	p.Eval(`window.pluginhostPreview.runAction({type: "invoke", capability: "host.storage.create", arguments: {namespace: "notes", key: "apiKey", value: "x"}})`, &ok)
 	if r := lastOf(t, p, "invoke_result"); ok || r["error"].(map[string]any)["code"] != "PLUGIN_STORAGE_INVALID" {
 		t.Fatalf("a credential key = %v, want PLUGIN_STORAGE_INVALID", r)
 	}
@@ -685,29 +683,29 @@ func TestBrowserStorageTools(t *testing.T) {
 // value or a credential-named member.
 func TestBrowserInspector(t *testing.T) {
 	p := openLab(t, "main")
-	p.clickText("button", "Send note")
+	p.ClickText("button", "Send note")
 	p.idle()
-	text := p.evalString(`document.getElementById("ph-inspector").textContent`)
+	text := p.EvalString(`document.getElementById("ph-inspector").textContent`)
 	for _, want := range []string{`"state"`, `"data"`, `"context"`, `"loading"`, `"errors"`, `"last_action"`, `"validation_errors"`, `"UPSTREAM_UNAVAILABLE"`, `"greet.say"`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the inspector lacks %s", want)
 		}
 	}
 	var insp map[string]any
-	p.eval("window.pluginhostPreview.inspector()", &insp)
+	p.Eval("window.pluginhostPreview.inspector()", &insp)
 	ctx := insp["context"].(map[string]any)
 	if !jsonEqual(ctx["connections"], map[string]any{"google": "[hidden]"}) {
 		t.Errorf("connections = %v, want names only", ctx["connections"])
 	}
 	// greet.say returned an api_key member (a credential family).
-	p.clickText("button", "Submit")
-	p.eval(`window.pluginhostPreview.runAction({type: "invoke", capability: "greet.say", arguments: {name: "x"}, store: "greet"})`, nil)
+	p.ClickText("button", "Submit")
+	p.Eval(`window.pluginhostPreview.runAction({type: "invoke", capability: "greet.say", arguments: {name: "x"}, store: "greet"})`, nil)
 	p.idle()
-	all := p.evalString(`document.body.innerText + JSON.stringify(window.pluginhostPreview.inspector()) + JSON.stringify(window.pluginhostPreview.events())`)
+	all := p.EvalString(`document.body.innerText + JSON.stringify(window.pluginhostPreview.inspector()) + JSON.stringify(window.pluginhostPreview.events())`)
 	if strings.Contains(all, "sk-SECRET-123") {
 		t.Fatal("a credential-named value reached the inspector or the event log")
 	}
-	if !strings.Contains(p.evalString(`document.getElementById("ph-inspector").textContent`), `"api_key": "[redacted]"`) {
+	if !strings.Contains(p.EvalString(`document.getElementById("ph-inspector").textContent`), `"api_key": "[redacted]"`) {
 		t.Fatal("the inspector does not show the credential member as redacted")
 	}
 }
@@ -717,28 +715,28 @@ func TestBrowserInspector(t *testing.T) {
 func TestBrowserThemesAndScreenshots(t *testing.T) {
 	p := openLab(t, "main")
 	bg := func() string {
-		return p.evalString(`getComputedStyle(Array.from(document.querySelectorAll(".ph-button-filled")).filter(function(b){return b.textContent==="Submit"})[0]).backgroundColor`)
+		return p.EvalString(`getComputedStyle(Array.from(document.querySelectorAll(".ph-button-filled")).filter(function(b){return b.textContent==="Submit"})[0]).backgroundColor`)
 	}
 	if got := bg(); got != "rgb(11, 87, 208)" {
 		t.Fatalf("light primary = %s, want the plugin's #0b57d0", got)
 	}
 	dir := artifactsDir(t)
-	p.screenshot(filepath.Join(dir, "lab-main-light.png"))
-	p.click(`[data-ph-mode=dark]`)
+	p.Screenshot(filepath.Join(dir, "lab-main-light.png"))
+	p.Click(`[data-ph-mode=dark]`)
 	if got := bg(); got != "rgb(168, 199, 250)" {
 		t.Fatalf("dark primary = %s, want the plugin's dark #a8c7fa", got)
 	}
-	if got := p.evalString(`getComputedStyle(document.querySelector(".ph-screen")).backgroundColor`); got != "rgb(20, 18, 24)" {
+	if got := p.EvalString(`getComputedStyle(document.querySelector(".ph-screen")).backgroundColor`); got != "rgb(20, 18, 24)" {
 		t.Fatalf("dark surface = %s, want the host's dark baseline", got)
 	}
-	p.screenshot(filepath.Join(dir, "lab-main-dark.png"))
-	p.click(`[data-ph-size=medium]`)
+	p.Screenshot(filepath.Join(dir, "lab-main-dark.png"))
+	p.Click(`[data-ph-size=medium]`)
 	var screen map[string]any
-	p.eval("window.pluginhostPreview.context().screen", &screen)
+	p.Eval("window.pluginhostPreview.context().screen", &screen)
 	if screen["size_class"] != "medium" || screen["width"] != 700.0 {
 		t.Fatalf("screen = %v", screen)
 	}
-	if w := p.evalString(`String(document.querySelector("[data-ph-frame]").getBoundingClientRect().width)`); w != "700" {
+	if w := p.EvalString(`String(document.querySelector("[data-ph-frame]").getBoundingClientRect().width)`); w != "700" {
 		t.Fatalf("frame width = %s", w)
 	}
 
@@ -747,11 +745,11 @@ func TestBrowserThemesAndScreenshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := chromium(t).open(t, renderFile(t, Options{Files: files, Extension: "main", Fixtures: []byte(galleryFixtures)}))
+	g := open(t, renderFile(t, Options{Files: files, Extension: "main", Fixtures: []byte(galleryFixtures)}))
 	g.idle()
-	g.screenshot(filepath.Join(dir, "gallery-main-light.png"))
-	g.click(`[data-ph-mode=dark]`)
-	g.screenshot(filepath.Join(dir, "gallery-main-dark.png"))
+	g.Screenshot(filepath.Join(dir, "gallery-main-light.png"))
+	g.Click(`[data-ph-mode=dark]`)
+	g.Screenshot(filepath.Join(dir, "gallery-main-dark.png"))
 	t.Logf("screenshots in %s", dir)
 }
 
@@ -805,13 +803,12 @@ func TestBrowserPerformanceAtLimits(t *testing.T) {
 	// can be slowed by other work: the fastest run is judged, which a slow
 	// runtime cannot pass. At least three runs are made, at most ten, and
 	// every run is logged.
-	b := chromium(t)
 	var paints []float64
 	for i := 0; i < 10; i++ {
-		p := b.open(t, file)
-		p.waitFor(`window.pluginhostPreview.metrics().first_paint_ms !== undefined`)
+		p := open(t, file)
+		p.WaitFor(`window.pluginhostPreview.metrics().first_paint_ms !== undefined`)
 		var m map[string]float64
-		p.eval("window.pluginhostPreview.metrics()", &m)
+		p.Eval("window.pluginhostPreview.metrics()", &m)
 		if m["nodes"] < 100 {
 			t.Fatalf("only %v nodes rendered: %v", m["nodes"], m)
 		}
@@ -834,13 +831,13 @@ func TestBrowserEscaping(t *testing.T) {
 	config := []byte(`{"ui_schema": 2, "initial_state": {"s": "<b>bold</b>"}, "view": {"type": "column", "children": [
 	  {"type": "text", "props": {"text": "</script><script>window.pwned = 1</script>"}},
 	  {"type": "text", "props": {"text": "<img src=x onerror=\"window.pwned = 2\">{{state.s}}\u2028"}}]}}`)
-	p := chromium(t).open(t, renderFile(t, Options{Config: config}))
-	if p.evalBool("window.pwned") {
+	p := open(t, renderFile(t, Options{Config: config}))
+	if p.EvalBool("window.pwned") {
 		t.Fatal("text of the config ran as script")
 	}
 	p.wantText("</script><script>window.pwned = 1</script>")
 	p.wantText(`<img src=x onerror="window.pwned = 2"><b>bold</b>`)
-	if p.evalBool(`document.querySelector("[data-ph-frame] img, [data-ph-frame] b")`) {
+	if p.EvalBool(`document.querySelector("[data-ph-frame] img, [data-ph-frame] b")`) {
 		t.Fatal("text of the config became markup")
 	}
 }
@@ -868,7 +865,7 @@ func TestBrowserReadableRoots(t *testing.T) {
 	  "context": {"platform": "ios", "permissions": {"network": true}, "connections": {"google": true}, "connected": false,
 	    "route": {"id": "r1", "filter": {"tag": "work"}}, "screen": "medium"}
 	}`)
-	p := chromium(t).open(t, renderFile(t, Options{Config: config, Fixtures: fixtures}))
+	p := open(t, renderFile(t, Options{Config: config, Fixtures: fixtures}))
 	p.idle()
 	for _, want := range []string{
 		"completed=true summary=Read city=Bern first=1.5",
@@ -882,11 +879,11 @@ func TestBrowserReadableRoots(t *testing.T) {
 		p.wantText(want)
 	}
 	var ctx map[string]any
-	p.eval("window.pluginhostPreview.context()", &ctx)
+	p.Eval("window.pluginhostPreview.context()", &ctx)
 	if !jsonEqual(ctx["route"], map[string]any{"id": "r1", "filter": map[string]any{"tag": "work"}}) {
 		t.Fatalf("context.route = %v", ctx["route"])
 	}
-	if v := p.evalString(`document.querySelector("[data-ph-type=metric] .ph-t-headline_small").textContent`); v != "1e+21" {
+	if v := p.EvalString(`document.querySelector("[data-ph-type=metric] .ph-t-headline_small").textContent`); v != "1e+21" {
 		t.Fatalf("metric value = %q", v)
 	}
 }
