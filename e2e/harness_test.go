@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"pluginhost/bundle"
+	"pluginhost/internal/browser"
 	"pluginhost/internal/testenv"
 )
 
@@ -45,6 +46,7 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	code := m.Run()
+	browser.CloseShared()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -56,6 +56,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Playground {
 		mux.Handle("GET /playground", s.playground())
 	}
+	mux.HandleFunc("GET /dashboard", s.dashboard)
 	mux.Handle("/debug/pprof/", s.authenticated(s.admin(http.HandlerFunc(pprof.Index))))
 	mux.Handle("/debug/pprof/profile", s.authenticated(s.admin(http.HandlerFunc(pprof.Profile))))
 	mux.Handle("/debug/pprof/trace", s.authenticated(s.admin(http.HandlerFunc(pprof.Trace))))
@@ -142,18 +143,8 @@ func (s *Server) resetStorage(w http.ResponseWriter, r *http.Request) {
 // with every operation.
 func (s *Server) playground() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := auth.FromHeader(r.Header.Get("Authorization"))
+		user, token, ok := s.pageUser(w, r, "pluginhost playground")
 		if !ok {
-			_, token, ok = r.BasicAuth()
-		}
-		var user *models.User
-		var err error
-		if ok {
-			user, err = s.Auth.Authenticate(r.Context(), token)
-		}
-		if !ok || err != nil {
-			w.Header().Set("WWW-Authenticate", `Basic realm="pluginhost playground: any user name, your admin token as the password", charset="UTF-8"`)
-			writeError(w, r, s.Log, models.Errorf(models.ErrUnauthenticated, "the playground needs an admin token (HTTP Basic: any user name, the token as the password)"))
 			return
 		}
 		if !user.Admin {
