@@ -81,9 +81,9 @@ type watch struct {
 	namespaces []string
 	onEnd      func(*models.Error)
 	out        chan *models.StorageChange
-	stop       func() bool // stops the context callback
 
 	mu      sync.Mutex
+	stop    func() bool            // stops the context callback
 	ready   bool                   // the snapshot was sent
 	early   []models.StorageChange // changes that came before the snapshot
 	last    int64
@@ -127,8 +127,9 @@ func (h *Hub) Subscribe(ctx context.Context, user *models.User, instanceID strin
 	for _, c := range early {
 		w.accept(c)
 	}
-	w.mu.Unlock()
+	// Registered under the lock: Close may end the watch at any moment now.
 	w.stop = context.AfterFunc(ctx, func() { w.end(nil) })
+	w.mu.Unlock()
 	return w.out, nil
 }
 
@@ -222,9 +223,10 @@ func (w *watch) end(why *models.Error) {
 		w.onEnd(why)
 	}
 	close(w.out)
+	stop := w.stop
 	w.mu.Unlock()
-	if w.stop != nil {
-		w.stop()
+	if stop != nil {
+		stop()
 	}
 	h := w.hub
 	h.Bus.Unwatch(w.instanceID, w)

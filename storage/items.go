@@ -115,18 +115,11 @@ func (s *Service) Create(ctx context.Context, c Caller, instanceID, namespace, k
 	if err != nil {
 		return nil, err
 	}
-	var row database.ItemRow
-	var sc *scope
-	_, err = s.write(ctx, c, instanceID, false, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
-		sc = locked
-		m, r, err := s.create(ctx, tx, c, sc, namespace, key, v)
-		row = r
-		return []mutation{m}, err
+	return s.writeItem(ctx, c, instanceID, func(tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error) {
+		return s.create(ctx, tx, c, sc, namespace, key, v)
+	}, func(row database.ItemRow) string {
+		return fmt.Sprintf("Created %q in namespace %q at revision 1", key, row.Namespace)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return itemResult(sc, row.Namespace, row, fmt.Sprintf("Created %q in namespace %q at revision 1", key, row.Namespace)), nil
 }
 
 // Update replaces a value if revision is the item's current revision.
@@ -141,18 +134,11 @@ func (s *Service) Update(ctx context.Context, c Caller, instanceID, namespace, k
 	if err != nil {
 		return nil, err
 	}
-	var row database.ItemRow
-	var sc *scope
-	_, err = s.write(ctx, c, instanceID, false, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
-		sc = locked
-		m, r, err := s.update(ctx, tx, c, sc, namespace, key, v, revision)
-		row = r
-		return []mutation{m}, err
+	return s.writeItem(ctx, c, instanceID, func(tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error) {
+		return s.update(ctx, tx, c, sc, namespace, key, v, revision)
+	}, func(row database.ItemRow) string {
+		return fmt.Sprintf("Updated %q in namespace %q to revision %d", key, row.Namespace, row.Revision)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return itemResult(sc, row.Namespace, row, fmt.Sprintf("Updated %q in namespace %q to revision %d", key, row.Namespace, row.Revision)), nil
 }
 
 // Delete removes a key if revision is its current revision.
@@ -163,18 +149,28 @@ func (s *Service) Delete(ctx context.Context, c Caller, instanceID, namespace, k
 	if err := checkRevision(revision); err != nil {
 		return nil, err
 	}
+	return s.writeItem(ctx, c, instanceID, func(tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error) {
+		return s.delete(ctx, tx, c, sc, namespace, key, revision)
+	}, func(row database.ItemRow) string {
+		return fmt.Sprintf("Deleted %q (revision %d) from namespace %q", key, row.Revision, row.Namespace)
+	})
+}
+
+// writeItem runs one item change as a write and answers with the item and a
+// summary of what happened to it.
+func (s *Service) writeItem(ctx context.Context, c Caller, instanceID string, change func(tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error), summary func(database.ItemRow) string) (*models.ExtensionResult, error) {
 	var row database.ItemRow
 	var sc *scope
 	_, err := s.write(ctx, c, instanceID, false, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
 		sc = locked
-		m, r, err := s.delete(ctx, tx, c, sc, namespace, key, revision)
+		m, r, err := change(tx, sc)
 		row = r
 		return []mutation{m}, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return itemResult(sc, row.Namespace, row, fmt.Sprintf("Deleted %q (revision %d) from namespace %q", key, row.Revision, row.Namespace)), nil
+	return itemResult(sc, row.Namespace, row, summary(row)), nil
 }
 
 // create, update and delete are the three item changes inside a write, for

@@ -40,40 +40,33 @@ func (s *Service) ToggleFavorite(ctx context.Context, c Caller, instanceID, key 
 	if err := checkRevision(revision); err != nil {
 		return nil, err
 	}
-	var sc *scope
-	var result database.ItemRow
 	var favorite bool
-	_, err := s.write(ctx, c, instanceID, false, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
-		sc = locked
+	return s.writeItem(ctx, c, instanceID, func(tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error) {
 		if _, err := sc.namespace(c, models.SavedEntitiesNamespace, models.ToolUpdate); err != nil {
-			return nil, err
+			return mutation{}, database.ItemRow{}, err
 		}
 		row, err := readItem(ctx, on(ctx, tx, s.q.itemLocked), sc.InstanceID, models.SavedEntitiesNamespace, key)
 		if err != nil {
-			return nil, err
+			return mutation{}, row, err
 		}
 		if row.Revision != revision {
-			return nil, models.Errorf(models.ErrConflict, "stale revision for %q in namespace %q: given %d, current %d; read it again and retry", key, models.SavedEntitiesNamespace, revision, row.Revision)
+			return mutation{}, row, models.Errorf(models.ErrConflict, "stale revision for %q in namespace %q: given %d, current %d; read it again and retry", key, models.SavedEntitiesNamespace, revision, row.Revision)
 		}
 		var e map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(row.Value), &e); err != nil {
-			return nil, err
+			return mutation{}, row, err
 		}
 		var was bool
 		json.Unmarshal(e["favorite"], &was)
 		favorite = !was
 		e["favorite"], _ = json.Marshal(favorite)
 		v, _ := json.Marshal(e)
-		m, updated, err := s.update(ctx, tx, c, sc, models.SavedEntitiesNamespace, key, v, revision)
-		result = updated
-		return []mutation{m}, err
+		return s.update(ctx, tx, c, sc, models.SavedEntitiesNamespace, key, v, revision)
+	}, func(row database.ItemRow) string {
+		what := "not a favourite"
+		if favorite {
+			what = "a favourite"
+		}
+		return fmt.Sprintf("Marked %q as %s at revision %d", key, what, row.Revision)
 	})
-	if err != nil {
-		return nil, err
-	}
-	what := "not a favourite"
-	if favorite {
-		what = "a favourite"
-	}
-	return itemResult(sc, models.SavedEntitiesNamespace, result, fmt.Sprintf("Marked %q as %s at revision %d", key, what, result.Revision)), nil
 }
