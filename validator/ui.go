@@ -472,28 +472,22 @@ func isFieldName(s string) bool {
 }
 
 // declaredKeys lists the declared state keys for messages.
-func (u *ui) declaredKeys() string {
-	if len(u.state) == 0 {
-		return "initial_state declares none"
-	}
-	keys := make([]string, 0, len(u.state))
-	for k := range u.state {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return "declared: " + strings.Join(keys, ", ")
-}
+func (u *ui) declaredKeys() string { return declared(u.state, "initial_state") }
 
-func (u *ui) declaredSources() string {
-	if len(u.sources) == 0 {
-		return "data_sources declares none"
+// declaredSources lists the declared data sources for messages.
+func (u *ui) declaredSources() string { return declared(u.sources, "data_sources") }
+
+// declared lists the names of a declaration for messages, in order.
+func declared[V any](m map[string]V, field string) string {
+	if len(m) == 0 {
+		return field + " declares none"
 	}
-	ids := make([]string, 0, len(u.sources))
-	for k := range u.sources {
-		ids = append(ids, k)
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
 	}
-	sort.Strings(ids)
-	return "declared: " + strings.Join(ids, ", ")
+	sort.Strings(names)
+	return "declared: " + strings.Join(names, ", ")
 }
 
 // stateRef checks a reference to a state key that is written.
