@@ -6,9 +6,21 @@ import (
 	"unicode/utf8"
 )
 
-// ValidateKey checks a storage key: 1 to 80 characters, valid UTF-8, no control
-// characters, and not a name of the credential families.
+// ValidateKey checks a storage key for a write: the format rules of
+// ValidateKeyFormat, and not a name of the credential families.
 func ValidateKey(key string) error {
+	if err := ValidateKeyFormat(key); err != nil {
+		return err
+	}
+	if family := CredentialFamily(key); family != "" {
+		return Errorf(ErrInvalid, "key %q names a credential (%s family); credentials may not be kept in plugin storage", key, family)
+	}
+	return nil
+}
+
+// ValidateKeyFormat checks the form of a storage key: 1 to 80 characters,
+// valid UTF-8, no control characters.
+func ValidateKeyFormat(key string) error {
 	if key == "" {
 		return Errorf(ErrInvalid, "key is empty; a key has 1 to %d characters", MaxKeyLength)
 	}
@@ -22,9 +34,6 @@ func ValidateKey(key string) error {
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return Errorf(ErrInvalid, "key %q has a control character at byte %d; keys may not contain control characters", key, i)
 		}
-	}
-	if family := CredentialFamily(key); family != "" {
-		return Errorf(ErrInvalid, "key %q names a credential (%s family); credentials may not be kept in plugin storage", key, family)
 	}
 	return nil
 }

@@ -80,13 +80,8 @@ func checkNumbers(v []byte) error {
 func itemSize(key string, value []byte) int64 { return int64(len(key) + len(value)) }
 
 // checkReadKey validates the key of a read: the format rules only, since a
-// credential name can never have been stored.
-func checkReadKey(key string) error {
-	if err := models.ValidateKey(key); err != nil && models.CredentialFamily(key) == "" {
-		return err
-	}
-	return nil
-}
+// credential name can never have been stored (reading one is NOT_FOUND).
+func checkReadKey(key string) error { return models.ValidateKeyFormat(key) }
 
 // encodeCursor and decodeCursor turn the last key of a page into an opaque
 // continuation token and back.

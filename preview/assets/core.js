@@ -455,8 +455,19 @@
 
   function storageError(code, message) { return { code: code, message: message }; }
 
-  // validateKey returns null or a PLUGIN_STORAGE_INVALID error.
+  // validateKey returns null or a PLUGIN_STORAGE_INVALID error: the form of
+  // validateKeyFormat, and not a credential name (the rule of writes).
   function validateKey(key) {
+    var err = validateKeyFormat(key);
+    if (err) return err;
+    var family = credentialFamily(key);
+    if (family) return storageError('PLUGIN_STORAGE_INVALID', 'key ' + JSON.stringify(key) + ' names a credential (' + family + ' family); credentials may not be kept in plugin storage');
+    return null;
+  }
+
+  // validateKeyFormat checks the form of a key: 1 to 80 characters, no
+  // control characters.
+  function validateKeyFormat(key) {
     if (key === '') return storageError('PLUGIN_STORAGE_INVALID', 'key is empty; a key has 1 to ' + MAX_KEY_LENGTH + ' characters');
     if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(^|[^\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(key)) return storageError('PLUGIN_STORAGE_INVALID', 'key is not valid UTF-8');
     var rs = Array.from(key);
@@ -466,8 +477,6 @@
         return storageError('PLUGIN_STORAGE_INVALID', 'key ' + JSON.stringify(key) + ' has a control character; keys may not contain control characters');
       }
     }
-    var family = credentialFamily(key);
-    if (family) return storageError('PLUGIN_STORAGE_INVALID', 'key ' + JSON.stringify(key) + ' names a credential (' + family + ' family); credentials may not be kept in plugin storage');
     return null;
   }
 
@@ -646,11 +655,9 @@
     return null;
   }
 
-  function checkReadKey(key) {
-    var err = validateKey(key);
-    if (err && credentialFamily(key) === '') return err;
-    return null;
-  }
+  // checkReadKey checks the key of a read: its form only, since a credential
+  // name can never have been stored (reading one is NOT_FOUND).
+  function checkReadKey(key) { return validateKeyFormat(key); }
 
   function checkQuery(q) {
     var rs = Array.from(q);
