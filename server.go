@@ -185,13 +185,11 @@ func tuneRuntime() {
 // app is the wired server.
 type app struct {
 	db      *database.DB
-	bus     *changes.Bus
 	store   *storage.Service
 	hub     *live.Hub
 	sockets *httpapi.Sockets
 	relay   *relay.Relay
 	handler http.Handler
-	log     *slog.Logger
 }
 
 type config struct {
@@ -260,7 +258,7 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		Auth: authSvc, Storage: store, Sockets: sockets, DB: db, GraphQL: gql, Playground: cfg.playground,
 		Lifecycle: life, ImageProxy: &imageproxy.Proxy{Logger: log}, Metrics: httpapi.NewMetrics(), Log: log,
 	}
-	return &app{db: db, bus: bus, store: store, hub: hub, sockets: sockets, relay: rl, handler: srv.Handler(), log: log}, nil
+	return &app{db: db, store: store, hub: hub, sockets: sockets, relay: rl, handler: srv.Handler()}, nil
 }
 
 // close ends subscriptions (they get a shutdown error), closes every

@@ -196,10 +196,7 @@ func IsDuplicate(err error) bool {
 	return errors.Is(err, gorm.ErrDuplicatedKey) || strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
 
-// Micros returns t as microseconds since the Unix epoch, the stored form of time.
-func Micros(t time.Time) int64 { return t.UnixMicro() }
-
-// FromMicros is the inverse of Micros, in UTC.
+// FromMicros returns a stored time (microseconds since the Unix epoch) in UTC.
 func FromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 // SQLTx returns the database/sql transaction under a gorm transaction, so

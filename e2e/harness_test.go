@@ -331,13 +331,12 @@ func errorCode(body map[string]any) string {
 type host struct {
 	*Server
 	pub *Publisher
-	b   testenv.Backend
 }
 
 // newHost starts a server on the backend with a trusted publisher.
 func newHost(t *testing.T, b testenv.Backend) *host {
 	pub := NewPublisher(t)
-	return &host{Server: Start(t, b.DSN, pub.Dir), pub: pub, b: b}
+	return &host{Server: Start(t, b.DSN, pub.Dir), pub: pub}
 }
 
 // user creates a user and returns its client.

@@ -157,7 +157,7 @@ func TestSubscriptionLimitsAndTimeouts(t *testing.T) {
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	pub := NewPublisher(t)
 	srv := Start(t, b.DSN, pub.Dir, "--max-subscriptions-per-connection", "3", "--max-subscriptions-per-user", "5", "--ws-init-timeout", "1s")
-	h := &host{Server: srv, pub: pub, b: b}
+	h := &host{Server: srv, pub: pub}
 	alice := h.user(t, "alice", false)
 	_, ids := h.install(t, alice, manifest("com.test.limits", ns("n", 100)), 1)
 

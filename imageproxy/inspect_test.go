@@ -135,8 +135,3 @@ func TestDecodeEstimate(t *testing.T) {
 	}
 }
 
-func fastPNG(m image.Image) []byte {
-	var b bytes.Buffer
-	(&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&b, m)
-	return b.Bytes()
-}

@@ -69,10 +69,6 @@ type ListData struct {
 	NextCursor string     `json:"next_cursor,omitempty"`
 }
 
-// DeleteData is ExtensionResult.data of host.storage.delete: the namespace and
-// the item as it was when deleted.
-type DeleteData = ItemData
-
 // Evidence names a storage item that a result rests on, at a revision.
 type Evidence struct {
 	Type       string `json:"type"`

@@ -52,8 +52,6 @@ type Relay struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
-	// Resyncs counts resynchronisations after a (re)connection, for tests and metrics.
-	resyncs int
 }
 
 type message struct {
@@ -209,16 +207,6 @@ func (r *Relay) resync() {
 		}
 		r.bus.Deliver(models.StorageChange{InstanceID: id, Operation: models.OpAccess})
 	}
-	r.mu.Lock()
-	r.resyncs++
-	r.mu.Unlock()
-}
-
-// Resyncs returns how many resynchronisations ran.
-func (r *Relay) Resyncs() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.resyncs
 }
 
 // Close stops relaying.

@@ -77,7 +77,6 @@ var (
 	runSpacing  = Prop{Name: "run_spacing", Type: Number, Range: RangeSpacing, Doc: "space between runs (lines)", Default: 0.0}
 	mainAxis    = Prop{Name: "main_axis_alignment", Type: Enum, Values: []string{"start", "center", "end", "space_between", "space_around", "space_evenly"}, Default: "start", Doc: "placement of children along the main axis"}
 	crossAxis   = Prop{Name: "cross_axis_alignment", Type: Enum, Values: []string{"start", "center", "end", "stretch"}, Default: "start", Doc: "placement of children across the main axis"}
-	colorProp   = Prop{Name: "color", Type: Color, Doc: "colour role or literal"}
 	radius      = Prop{Name: "border_radius", Type: Number, Range: RangeBorderRadius, Doc: "corner radius"}
 	borderWidth = Prop{Name: "border_width", Type: Number, Range: RangeBorderWidth, Doc: "width of the outline", Default: 0.0}
 	borderColor = Prop{Name: "border_color", Type: Color, Default: "outline_variant", Doc: "colour of the outline"}

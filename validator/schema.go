@@ -147,8 +147,7 @@ func (s *Schema) closed() bool {
 
 // Keywords of the subset and the ones refused, with the reason.
 var (
-	schemaAnnotations = map[string]bool{"title": true, "description": true, "default": true, "examples": true, "$comment": true, "deprecated": true}
-	schemaRefused     = map[string]string{
+	schemaRefused = map[string]string{
 		"$ref": CodeSchemaRef, "$defs": CodeSchemaRef, "definitions": CodeSchemaRef, "$id": CodeSchemaRef,
 		"$anchor": CodeSchemaRef, "$dynamicRef": CodeSchemaRef, "$dynamicAnchor": CodeSchemaRef, "$recursiveRef": CodeSchemaRef,
 		"$recursiveAnchor": CodeSchemaRef, "$vocabulary": CodeSchemaRef,
