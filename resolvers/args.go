@@ -45,24 +45,23 @@ func deref(s *string) string {
 	return *s
 }
 
-// entityValue is the stored value of a saved entity input.
+// entityValue is the stored value of a saved entity input. Optional fields
+// given (even empty) are kept, so that the saved-entity rules see them.
 func entityValue(in graph.SavedEntityInput) models.JSON {
-	v := models.SavedEntityValue{
-		Type: in.Type, Title: in.Title, Subtitle: deref(in.Subtitle), Description: deref(in.Description),
-		URL: deref(in.URL), ImageURL: deref(in.ImageURL), Favorite: in.Favorite, Data: in.Data,
-		SourceCapability: deref(in.SourceCapability),
-	}
-	b, _ := json.Marshal(v)
-	// Fields given as empty strings are kept, so that the rules see them.
-	var m map[string]any
-	json.Unmarshal(b, &m)
+	m := map[string]any{"type": in.Type, "title": in.Title}
 	for field, p := range map[string]*string{"subtitle": in.Subtitle, "description": in.Description, "url": in.URL,
 		"image_url": in.ImageURL, "source_capability": in.SourceCapability} {
 		if p != nil {
 			m[field] = *p
 		}
 	}
-	b, _ = json.Marshal(m)
+	if in.Favorite != nil {
+		m["favorite"] = *in.Favorite
+	}
+	if in.Data != nil {
+		m["data"] = json.RawMessage(in.Data)
+	}
+	b, _ := json.Marshal(m)
 	return b
 }
 

@@ -264,16 +264,8 @@ func (sc *schemaChecker) schema(path string, v any, depth int, atRoot bool) *Sch
 				c.errorf(kp, CodeSchemaInvalid, "%s is a finite number, not %s", k, typeName(kv))
 				continue
 			}
-			switch k {
-			case "minimum":
-				s.Minimum = &f
-			case "maximum":
-				s.Maximum = &f
-			case "exclusiveMinimum":
-				s.ExclMin = &f
-			default:
-				s.ExclMax = &f
-			}
+			*map[string]**float64{"minimum": &s.Minimum, "maximum": &s.Maximum,
+				"exclusiveMinimum": &s.ExclMin, "exclusiveMaximum": &s.ExclMax}[k] = &f
 		case "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties":
 			n, ok := kv.(json.Number)
 			i, err := n.Int64()
@@ -281,20 +273,8 @@ func (sc *schemaChecker) schema(path string, v any, depth int, atRoot bool) *Sch
 				c.errorf(kp, CodeSchemaInvalid, "%s is a non-negative integer, not %s", k, jsonText(kv))
 				continue
 			}
-			switch k {
-			case "minLength":
-				s.MinLength = &i
-			case "maxLength":
-				s.MaxLength = &i
-			case "minItems":
-				s.MinItems = &i
-			case "maxItems":
-				s.MaxItems = &i
-			case "minProperties":
-				s.MinProps = &i
-			default:
-				s.MaxProps = &i
-			}
+			*map[string]**int64{"minLength": &s.MinLength, "maxLength": &s.MaxLength, "minItems": &s.MinItems,
+				"maxItems": &s.MaxItems, "minProperties": &s.MinProps, "maxProperties": &s.MaxProps}[k] = &i
 		case "uniqueItems":
 			b, ok := kv.(bool)
 			if !ok {
