@@ -134,4 +134,3 @@ func TestDecodeEstimate(t *testing.T) {
 		}
 	}
 }
-
