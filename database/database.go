@@ -41,6 +41,9 @@ type DB struct {
 	Write   *gorm.DB
 	Read    *gorm.DB
 	Dialect string
+	// Collation is, on MySQL/MariaDB, the NO PAD binary collation of every
+	// text column (see IdentityCollation); "" on SQLite.
+	Collation string
 }
 
 // Open opens the store named by dsn: `sqlite:PATH` or
@@ -72,6 +75,9 @@ func openSQLite(path string) (*DB, error) {
 			return nil, fmt.Errorf("database: create %s: %w", dir, err)
 		}
 	}
+	if err := privateFiles(path); err != nil {
+		return nil, err
+	}
 	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)",
 		sqliteBusyTimeout.Milliseconds())
 	w, err := gorm.Open(sqliteDialector{dsn: "file:" + path + "?" + pragmas + "&_txlock=immediate"}, gormConfig())
@@ -97,9 +103,41 @@ func openSQLite(path string) (*DB, error) {
 	return &DB{Write: w, Read: r, Dialect: SQLite}, nil
 }
 
+// FileMode is the mode of SQLite database files: every user's data is in
+// them, so no other local account may read them.
+const FileMode = 0o600
+
+// privateFiles creates the database file with FileMode before SQLite opens
+// it (SQLite gives its -wal and -shm files the mode of the database file),
+// and takes read and write access away from group and others on files that
+// exist already.
+func privateFiles(path string) error {
+	if strings.HasPrefix(path, ":memory:") || strings.HasPrefix(path, "file:") {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
+	if err != nil {
+		return fmt.Errorf("database: create %s: %w", path, err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()&^0o077); err != nil {
+				return fmt.Errorf("database: make %s private: %w", p, err)
+			}
+		}
+	}
+	return nil
+}
+
 // MySQLConfig turns the contract's `USER:PASS@tcp(HOST:PORT)/DB` into a driver
 // config with the settings the host relies on: utf8mb4 with binary collation
-// (keys compare and sort by code point, as on SQLite) and UTC.
+// and UTC. (Columns carry their own NO PAD collation, see IdentityCollation,
+// which decides every comparison with a stored identity.)
 func MySQLConfig(dsn string) (*mysqldriver.Config, error) {
 	cfg, err := mysqldriver.ParseDSN(dsn)
 	if err != nil {
@@ -133,7 +171,41 @@ func openMySQL(dsn string) (*DB, error) {
 	sdb.SetMaxOpenConns(32)
 	sdb.SetMaxIdleConns(32)
 	sdb.SetConnMaxLifetime(5 * time.Minute)
-	return &DB{Write: g, Read: g, Dialect: MySQL}, nil
+	coll, err := IdentityCollation(g)
+	if err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("database: open mysql %s: %v", Redact("mysql://"+dsn), err)
+	}
+	return &DB{Write: g, Read: g, Dialect: MySQL, Collation: coll}, nil
+}
+
+// Identity collations. A stored key, namespace or id is the exact string on
+// every backend: "note " is not "note", "x" is not "X", and the NFC and NFD
+// forms of a name are different keys. SQLite compares text byte for byte.
+// MySQL's and MariaDB's utf8mb4_bin is a PAD SPACE collation, under which
+// trailing spaces do not count ("note " = "note"), so text columns use a
+// binary collation with NO PAD instead: utf8mb4_nopad_bin on MariaDB,
+// utf8mb4_0900_bin on MySQL 8. A varchar keeps counting characters, not bytes,
+// which the column lengths (80 characters for a key) rely on.
+var identityCollations = []string{"utf8mb4_nopad_bin", "utf8mb4_0900_bin"}
+
+// IdentityCollation returns the NO PAD binary utf8mb4 collation the MySQL or
+// MariaDB server behind g offers, or an error when it has none (MySQL before
+// 8.0, MariaDB before 10.2): such a server cannot keep keys apart.
+func IdentityCollation(g *gorm.DB) (string, error) {
+	var have []string
+	if err := g.Raw("SELECT collation_name FROM information_schema.collations WHERE collation_name IN ?", identityCollations).
+		Scan(&have).Error; err != nil {
+		return "", fmt.Errorf("read the server's collations: %w", err)
+	}
+	for _, c := range identityCollations {
+		for _, h := range have {
+			if strings.EqualFold(c, h) {
+				return c, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("the server offers no NO PAD binary collation (%s); MariaDB 10.2 or MySQL 8.0 or newer is needed so that keys differing only in trailing spaces stay distinct", strings.Join(identityCollations, ", "))
 }
 
 // Ping checks that the store answers.
@@ -162,7 +234,11 @@ func (db *DB) Close() error {
 // TableOptions are appended to CREATE TABLE on this dialect.
 func (db *DB) TableOptions() string {
 	if db.Dialect == MySQL {
-		return "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+		coll := db.Collation
+		if coll == "" {
+			coll = identityCollations[0]
+		}
+		return "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=" + coll
 	}
 	return ""
 }

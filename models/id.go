@@ -11,6 +11,7 @@ const (
 	PrefixUser         = "usr_"
 	PrefixInstallation = "instl_"
 	PrefixInstance     = "inst_"
+	PrefixToken        = "tok_"
 )
 
 var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)

@@ -113,3 +113,69 @@ func TestIdentifiers(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyLookAlikes: look-alike spellings of credential names are refused as
+// credentials, and invisible format characters as malformed keys, both with
+// PLUGIN_STORAGE_INVALID; ordinary words that start with a credential word
+// are kept. (The full corpus, shared with the preview's JavaScript, is
+// preview/testdata/keys-conformance.json.)
+func TestKeyLookAlikes(t *testing.T) {
+	tests := []struct {
+		key, family string
+		malformed   bool
+	}{
+		{"mypassword", "password", false},
+		{"secretkey", "secret", false},
+		{"githubtoken", "token", false},
+		{"csrftoken", "token", false},
+		{"ｐａｓｓｗｏｒｄ", "password", false},
+		{"pass\u200bword", "password", true},
+		{"pass\u00adword", "password", true},
+		{"𝐩𝐚𝐬𝐬𝐰𝐨𝐫𝐝", "password", false},
+		{"paſſword", "password", false},
+		{"pass\ufe0fword", "password", false},
+		{"\u202enote", "", true},
+		{"note\u2066x\u2069", "", true},
+		{"passage", "", false},
+		{"tokenizer", "", false},
+		{"passwordless", "", false},
+	}
+	for _, tt := range tests {
+		if got := CredentialFamily(tt.key); got != tt.family {
+			t.Errorf("CredentialFamily(%q) = %q, want %q", tt.key, got, tt.family)
+		}
+		err := ValidateKey(tt.key)
+		if tt.family == "" && !tt.malformed {
+			if err != nil {
+				t.Errorf("ValidateKey(%q) = %v, want accepted", tt.key, err)
+			}
+			continue
+		}
+		if ErrorCode(err) != ErrInvalid {
+			t.Errorf("ValidateKey(%q) = %v, want %s", tt.key, err, ErrInvalid)
+		}
+		if fmtErr := ValidateKeyFormat(tt.key); (fmtErr != nil) != tt.malformed {
+			t.Errorf("ValidateKeyFormat(%q) = %v, malformed want %v", tt.key, fmtErr, tt.malformed)
+		}
+	}
+}
+
+// BenchmarkCredentialFamily measures the credential check of every write's
+// key, for a plain ASCII key and a look-alike one.
+func BenchmarkCredentialFamily(b *testing.B) {
+	for _, key := range []string{"favorite_city_name", "ｐａｓｓｗｏｒｄ\u200b_hint"} {
+		b.Run(key, func(b *testing.B) {
+			for b.Loop() {
+				CredentialFamily(key)
+			}
+		})
+	}
+}
+
+func TestCredentialPairsJoined(t *testing.T) {
+	for _, p := range credentialPairs {
+		if p.joined != p.first+p.second {
+			t.Errorf("pair %s %s is written together as %q", p.first, p.second, p.joined)
+		}
+	}
+}

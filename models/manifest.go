@@ -85,6 +85,14 @@ type MigrationDecl struct {
 	Delete    []string          `json:"delete,omitempty"`
 }
 
+// Capability kinds.
+const (
+	KindTool       = "tool"
+	KindSkill      = "skill"
+	KindBackground = "background"
+	KindData       = "data"
+)
+
 // Capability is a capability the plugin declares.
 type Capability struct {
 	ID           string          `json:"id"`
@@ -92,6 +100,26 @@ type Capability struct {
 	Description  string          `json:"description,omitempty"`
 	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// Module is the path in the package of the WebAssembly module (a WASI
+	// preview 1 command module) that runs the capability; "" when the plugin
+	// ships no code for it.
+	Module string `json:"module,omitempty"`
+	// ScheduleSeconds is how often a background capability runs (30 to
+	// 86400); 0 when it is not scheduled.
+	ScheduleSeconds int `json:"schedule_seconds,omitempty"`
+}
+
+// Runnable reports whether the host can run the capability: it names a module.
+func (c Capability) Runnable() bool { return c.Module != "" }
+
+// Capability returns the declared capability with the id, if any.
+func (m *Manifest) Capability(id string) (Capability, bool) {
+	for _, c := range m.Capabilities {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Capability{}, false
 }
 
 // Extension is a UI extension and the path of its UI config in the package.

@@ -57,3 +57,21 @@ func (i *Instance) HasGrant(permission string) bool {
 	}
 	return false
 }
+
+// Token is what may be shown of a bearer token: never the token itself, which
+// is shown once at creation, nor its hash.
+type Token struct {
+	ID         string
+	UserID     string
+	UserName   string
+	UserAdmin  bool
+	CreatedAt  time.Time
+	ExpiresAt  *time.Time // nil: never expires
+	LastUsedAt *time.Time // nil: never used; recorded at most once a minute
+	RevokedAt  *time.Time // nil: not revoked
+}
+
+// Active reports whether the token may still be used at now.
+func (t *Token) Active(now time.Time) bool {
+	return t.RevokedAt == nil && (t.ExpiresAt == nil || now.Before(*t.ExpiresAt))
+}

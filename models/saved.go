@@ -148,10 +148,17 @@ func checkEntityData(raw json.RawMessage) error {
 	if err := dec.Decode(&v); err != nil {
 		return Errorf(ErrInvalid, "saved entity: data is not valid JSON")
 	}
-	return walkEntityData(v, 0)
+	return CheckValueBounds("saved entity: data", v, MaxEntityDataDepth, MaxEntityDataEntries)
 }
 
-func walkEntityData(v any, depth int) error {
+// CheckValueBounds checks the nesting and width of a decoded JSON value: a
+// scalar nests 0 deep, [] and {} 1; each object or list holds at most
+// maxEntries. what names the value in the PLUGIN_STORAGE_INVALID error.
+func CheckValueBounds(what string, v any, maxDepth, maxEntries int) error {
+	return checkBounds(what, v, 0, maxDepth, maxEntries)
+}
+
+func checkBounds(what string, v any, depth, maxDepth, maxEntries int) error {
 	var children []any
 	switch x := v.(type) {
 	case map[string]any:
@@ -163,14 +170,14 @@ func walkEntityData(v any, depth int) error {
 	default:
 		return nil
 	}
-	if depth+1 > MaxEntityDataDepth {
-		return Errorf(ErrInvalid, "saved entity: data nests deeper than %d levels", MaxEntityDataDepth)
+	if depth+1 > maxDepth {
+		return Errorf(ErrInvalid, "%s nests deeper than %d levels", what, maxDepth)
 	}
-	if len(children) > MaxEntityDataEntries {
-		return Errorf(ErrInvalid, "saved entity: an object or list in data has %d entries; at most %d are allowed", len(children), MaxEntityDataEntries)
+	if len(children) > maxEntries {
+		return Errorf(ErrInvalid, "%s: an object or list in it has %d entries; at most %d are allowed", what, len(children), maxEntries)
 	}
 	for _, c := range children {
-		if err := walkEntityData(c, depth+1); err != nil {
+		if err := checkBounds(what, c, depth+1, maxDepth, maxEntries); err != nil {
 			return err
 		}
 	}

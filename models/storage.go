@@ -112,4 +112,7 @@ type StorageChange struct {
 	Key             *string `json:"key,omitempty"`
 	Operation       string  `json:"operation"`
 	ItemRevision    *int64  `json:"item_revision,omitempty"`
+	// Generation is the package generation of the Instance's Installation;
+	// 0 when the publisher did not know it (subscribers fill it in).
+	Generation int64 `json:"generation,omitempty"`
 }

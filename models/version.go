@@ -56,3 +56,12 @@ func compareDotted(a, b string, numeric bool) int {
 	}
 	return 0
 }
+
+// HostVersion is the host's own version, a semantic version compared with a
+// package's min_host_version. Release builds set it:
+//
+//	go build -ldflags "-X pluginhost/models.HostVersion=1.8.1" .
+var HostVersion = "1.8.0"
+
+// UISchema is the ui_schema of the UI configs the host renders.
+const UISchema = 2

@@ -1,0 +1,233 @@
+package jsonschema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+
+	"pluginhost/models"
+)
+
+// Error is a schema that breaks rules of the subset.
+type Error struct {
+	Problems []models.Problem
+}
+
+func (e *Error) Error() string {
+	p := e.Problems[0]
+	at := p.Path
+	if at == "" {
+		at = "the root"
+	}
+	msg := fmt.Sprintf("schema: %s at %s: %s", p.Code, at, p.Message)
+	if n := len(e.Problems) - 1; n > 0 {
+		msg += fmt.Sprintf(" (and %d more)", n)
+	}
+	return msg
+}
+
+// Compile reads a schema from JSON text. The problems of a schema that breaks
+// the subset come back as an *Error. Compiled schemas are kept, bounded, as
+// the same schemas are read again for every run and every check.
+func Compile(raw json.RawMessage, root Root) (*Schema, error) {
+	k := cacheKey{string(raw), root}
+	cache.Lock()
+	e, ok := cache.m[k]
+	cache.Unlock()
+	if ok {
+		return e.s, e.err
+	}
+	s, err := compile(raw, root)
+	cache.Lock()
+	if len(cache.m) >= maxCached {
+		clear(cache.m)
+	}
+	cache.m[k] = cacheEntry{s, err}
+	cache.Unlock()
+	return s, err
+}
+
+// maxCached bounds the compiled schemas kept; a schema is at most MaxNodes
+// subschemas.
+const maxCached = 512
+
+type cacheKey struct {
+	raw  string
+	root Root
+}
+
+type cacheEntry struct {
+	s   *Schema
+	err error
+}
+
+var cache = struct {
+	sync.Mutex
+	m map[cacheKey]cacheEntry
+}{m: map[cacheKey]cacheEntry{}}
+
+func compile(raw json.RawMessage, root Root) (*Schema, error) {
+	v, err := Decode(raw)
+	if err != nil {
+		return nil, &Error{[]models.Problem{{Code: CodeSchemaInvalid, Message: err.Error()}}}
+	}
+	var probs []models.Problem
+	s := Read("", v, root, func(path, code, msg string) {
+		probs = append(probs, models.Problem{Path: path, Code: code, Message: msg})
+	})
+	if len(probs) > 0 {
+		return nil, &Error{probs}
+	}
+	return s, nil
+}
+
+// Validate checks a decoded value against the schema and returns its
+// problems, each at the JSON Pointer of the value that breaks the rule. what
+// names the schema in messages.
+func (s *Schema) Validate(v any, what string) []models.Problem {
+	var probs []models.Problem
+	c := Checker{What: what, Report: func(path, code, msg string) {
+		probs = append(probs, models.Problem{Path: path, Code: code, Message: msg})
+	}}
+	c.Check("", v, s)
+	return probs
+}
+
+// Decode decodes JSON text for Validate: objects keep their members in order
+// and a member named twice is an error, numbers are json.Number.
+func Decode(data []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	v, err := decodeValue(d, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err == nil {
+		return nil, errors.New("JSON text has more than one value")
+	}
+	return v, nil
+}
+
+// maxDecodeDepth bounds the nesting of a decoded value.
+const maxDecodeDepth = 128
+
+func decodeValue(d *json.Decoder, depth int) (any, error) {
+	if depth > maxDecodeDepth {
+		return nil, fmt.Errorf("JSON nested more than %d deep", maxDecodeDepth)
+	}
+	t, err := d.Token()
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON: %v", err)
+	}
+	switch t {
+	case json.Delim('{'):
+		o := &ordered{}
+		for d.More() {
+			kt, err := d.Token()
+			if err != nil {
+				return nil, fmt.Errorf("invalid JSON: %v", err)
+			}
+			k := kt.(string)
+			if _, dup := o.Get(k); dup {
+				return nil, fmt.Errorf("member %q is named twice", k)
+			}
+			v, err := decodeValue(d, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			o.add(k, v)
+		}
+		_, err := d.Token()
+		return o, err
+	case json.Delim('['):
+		a := []any{}
+		for d.More() {
+			v, err := decodeValue(d, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, v)
+		}
+		_, err := d.Token()
+		return a, err
+	}
+	return t, nil
+}
+
+// ordered is a decoded object in document order.
+type ordered struct {
+	keys []string
+	vals []any
+	// index finds a member of a large object.
+	index map[string]int
+}
+
+// smallObject is the member count up to which a scan finds a member.
+const smallObject = 8
+
+func (o *ordered) add(k string, v any) {
+	o.keys = append(o.keys, k)
+	o.vals = append(o.vals, v)
+	switch n := len(o.keys); {
+	case n == smallObject+1:
+		o.index = make(map[string]int, 2*n)
+		for i, k := range o.keys {
+			o.index[k] = i
+		}
+	case n > smallObject+1:
+		o.index[k] = n - 1
+	}
+}
+
+func (o *ordered) Len() int { return len(o.keys) }
+
+func (o *ordered) Get(k string) (any, bool) {
+	if o.index != nil {
+		i, ok := o.index[k]
+		if !ok {
+			return nil, false
+		}
+		return o.vals[i], true
+	}
+	for i, key := range o.keys {
+		if key == k {
+			return o.vals[i], true
+		}
+	}
+	return nil, false
+}
+
+func (o *ordered) All() iter.Seq2[string, any] {
+	return func(yield func(string, any) bool) {
+		for i, k := range o.keys {
+			if !yield(k, o.vals[i]) {
+				return
+			}
+		}
+	}
+}
+
+// MarshalJSON writes the object in its order.
+func (o *ordered) MarshalJSON() ([]byte, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range o.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		vb, err := json.Marshal(o.vals[i])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return []byte(b.String()), nil
+}
