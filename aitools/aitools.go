@@ -3,17 +3,29 @@ package aitools
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
+	"pluginhost/capability"
 	"pluginhost/database"
+	"pluginhost/metrics"
 	"pluginhost/models"
+	"pluginhost/sandbox"
 	"pluginhost/storage"
 )
 
-// Service lists and runs the AI's storage tools.
+// Service lists and runs the AI's tools: the standard storage tools, and the
+// plugins' own runnable tool and skill capabilities.
 type Service struct {
 	DB      *database.DB
 	Storage *storage.Service
 	Handles *Handles
+	// Capabilities runs plugin capabilities; nil lists and runs none.
+	Capabilities Runner
+}
+
+// Runner runs a plugin capability (capability.Service).
+type Runner interface {
+	Run(ctx context.Context, call capability.Call) (*models.ExtensionResult, error)
 }
 
 // NamespaceAccess is a namespace a tool may use, with the AI's access to it.
@@ -30,21 +42,24 @@ type Tool struct {
 	Namespaces []NamespaceAccess
 }
 
-// Tools returns, for the user's enabled Instances of installed plugins whose
-// ai_storage the user granted, one tool per standard storage tool that the
-// namespaces' ai_access allows: list and get where a namespace is read or
-// read_write, create, update and delete where one is read_write.
+// Tools returns, for the user's enabled Instances of installed plugins:
+// where the user granted ai_storage, one tool per standard storage tool that
+// the namespaces' ai_access allows (list and get where a namespace is read or
+// read_write, create, update and delete where one is read_write); and one
+// tool per runnable tool or skill capability, whose namespaces are those its
+// host actions could change with the consent (read_write ones).
 func (s *Service) Tools(ctx context.Context, user *models.User) ([]Tool, error) {
 	var rows []struct {
 		InstanceID string
 		Generation int64
 		Manifest   string
+		AIConsent  bool
 	}
 	err := s.DB.Read.WithContext(ctx).Table("instances").
-		Select("instances.id AS instance_id, installations.generation, installations.manifest").
+		Select("instances.id AS instance_id, installations.generation, installations.manifest, installations.ai_consent").
 		Joins("JOIN installations ON installations.id = instances.installation_id").
-		Where("instances.user_id = ? AND instances.enabled = ? AND installations.status = ? AND installations.ai_consent = ?",
-			user.ID, true, models.InstallationInstalled, true).
+		Where("instances.user_id = ? AND instances.enabled = ? AND installations.status = ?",
+			user.ID, true, models.InstallationInstalled).
 		Order("instances.created_at, instances.id").Scan(&rows).Error
 	if err != nil {
 		return nil, err
@@ -56,7 +71,23 @@ func (s *Service) Tools(ctx context.Context, user *models.User) ([]Tool, error) 
 			return nil, err
 		}
 		st := m.EffectiveStorage()
-		if st == nil || !m.HasPermission(models.PermissionAIStorage) {
+		if s.Capabilities != nil {
+			for _, c := range m.Capabilities {
+				if !c.Runnable() || (c.Kind != models.KindTool && c.Kind != models.KindSkill) {
+					continue
+				}
+				nss := []NamespaceAccess{}
+				if st != nil && r.AIConsent && m.HasPermission(models.PermissionAIStorage) {
+					for _, n := range st.Namespaces {
+						if n.Access() == models.AIAccessReadWrite {
+							nss = append(nss, NamespaceAccess{ID: n.ID, Access: n.Access()})
+						}
+					}
+				}
+				tools = append(tools, Tool{Handle: s.Handles.Issue(r.InstanceID, c.ID, r.Generation), Capability: c.ID, InstanceID: r.InstanceID, Namespaces: nss})
+			}
+		}
+		if st == nil || !r.AIConsent || !m.HasPermission(models.PermissionAIStorage) {
 			continue
 		}
 		for _, tool := range models.StorageTools {
@@ -82,8 +113,9 @@ func (s *Service) Tools(ctx context.Context, user *models.User) ([]Tool, error) 
 // handle's generation (else CONFLICT), the namespace is declared with an
 // ai_access that allows the tool, and the key is not a credential name. Every
 // change, and every refused call, is recorded in the audit trail.
-func (s *Service) Invoke(ctx context.Context, user *models.User, handle string, args models.JSON) (*models.ExtensionResult, error) {
+func (s *Service) Invoke(ctx context.Context, user *models.User, handle string, args models.JSON) (out *models.ExtensionResult, callErr error) {
 	instanceID, tool, generation, err := s.Handles.Open(handle)
+	defer func() { metrics.AICall(tool, callErr) }()
 	c := storage.Caller{UserID: user.ID, AI: true, Generation: generation, Actor: storage.ActorAI, Capability: tool}
 	if err != nil {
 		err = models.Errorf(models.ErrPermissionDenied, "the tool handle is not valid: %v", err)
@@ -91,12 +123,33 @@ func (s *Service) Invoke(ctx context.Context, user *models.User, handle string, 
 		s.Storage.RecordRefusal(c, "", "", "", err)
 		return nil, err
 	}
+	if !strings.HasPrefix(tool, "host.storage.") {
+		return s.runCapability(ctx, user, instanceID, tool, generation, args)
+	}
 	res, err := s.Storage.Invoke(ctx, c, instanceID, tool, args)
 	if err != nil {
 		ns, key := argScope(args)
 		s.Storage.RecordRefusal(c, instanceID, ns, key, err)
 	}
 	return res, err
+}
+
+// runCapability runs a plugin's tool or skill for the AI. The scope is the
+// handle's: a scope field in the arguments is refused. Its host actions are
+// applied only with the ai_storage consent and read_write access on every
+// namespace they touch; otherwise nothing is applied and the call is
+// PLUGIN_STORAGE_PERMISSION_DENIED.
+func (s *Service) runCapability(ctx context.Context, user *models.User, instanceID, id string, generation int64, args models.JSON) (*models.ExtensionResult, error) {
+	if s.Capabilities == nil {
+		return nil, models.Errorf(models.ErrPermissionDenied, "the tool handle is not valid: capabilities do not run on this host")
+	}
+	if field, ok := storage.ScopeArgument(args); ok {
+		err := models.Errorf(models.ErrInvalid, "arguments must not name a scope (%s): the tool handle fixes the Instance", field)
+		s.Storage.RecordRefusal(storage.Caller{UserID: user.ID, Actor: storage.ActorAI, Capability: id}, instanceID, "", "", err)
+		return nil, err
+	}
+	return s.Capabilities.Run(ctx, capability.Call{UserID: user.ID, InstanceID: instanceID, Capability: id,
+		Arguments: args, Generation: generation, Trigger: sandbox.TriggerAI})
 }
 
 // argScope reads the namespace and key of arguments for the audit trail.

@@ -29,8 +29,17 @@ const TokenPrefix = "ph_"
 const MaxUserNameLength = 128
 
 // CacheTTL is how long an authenticated token is remembered, so that a busy
-// client does not cost a database read per request.
+// client does not cost a database read per request. It is also how long a
+// token revoked on another replica, or with the CLI, may still be accepted
+// here; a token revoked through this replica stops working at once.
 const CacheTTL = 10 * time.Second
+
+// LastUseResolution is how often a token's last use is written: at most once
+// a minute per token, so that a busy client does not cost a write per request.
+const LastUseResolution = time.Minute
+
+// MaxTTL bounds a token's time to live.
+const MaxTTL = 10 * 365 * 24 * time.Hour
 
 // maxCached bounds the remembered tokens.
 const maxCached = 10000
@@ -38,6 +47,9 @@ const maxCached = 10000
 // Service creates users and tokens and authenticates tokens.
 type Service struct {
 	DB *database.DB
+	// Revoked, when set, is told the hash of each token revoked through this
+	// Service, so that what the token opened (websockets) closes at once.
+	Revoked func(hash string)
 
 	mu    sync.Mutex
 	cache map[string]cached // by token hash
@@ -45,41 +57,61 @@ type Service struct {
 
 type cached struct {
 	user    *models.User
+	tokenID string
 	expires time.Time
 }
 
-// CreateToken creates the user if missing and returns a new token for it. With
-// admin, the user is made an admin (an existing admin stays one either way).
+// CreateToken creates the user if missing and returns a new token for it
+// that never expires. With admin, the user is made an admin (an existing admin
+// stays one either way).
 func (s *Service) CreateToken(ctx context.Context, name string, admin bool) (string, *models.User, error) {
-	name = strings.TrimSpace(name)
+	token, info, err := s.Create(ctx, NewToken{User: name, Admin: admin})
+	if err != nil {
+		return "", nil, err
+	}
+	return token, &models.User{ID: info.UserID, Name: info.UserName, Admin: info.UserAdmin}, nil
+}
+
+// Create creates the user if missing and returns a new token for it, with
+// what may be shown of it.
+func (s *Service) Create(ctx context.Context, req NewToken) (string, *models.Token, error) {
+	name := strings.TrimSpace(req.User)
 	if err := checkUserName(name); err != nil {
 		return "", nil, err
 	}
+	if req.TTL < 0 || req.TTL > 0 && req.TTL < time.Second || req.TTL > MaxTTL {
+		return "", nil, models.Errorf(models.ErrBadUserInput, "a token's time to live must be between 1 second and %v (none: never expires)", MaxTTL)
+	}
 	token := TokenPrefix + randomToken()
 	var user database.UserRow
+	now := time.Now()
+	row := database.TokenRow{Hash: HashToken(token), ID: models.NewID(models.PrefixToken), CreatedAt: now.UnixMicro()}
+	if req.TTL > 0 {
+		row.ExpiresAt = now.Add(req.TTL).UnixMicro()
+	}
 	err := s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		err := tx.Where("name = ?", name).Take(&user).Error
-		now := time.Now().UnixMicro()
 		switch {
 		case errors.Is(err, gorm.ErrRecordNotFound):
-			user = database.UserRow{ID: models.NewID(models.PrefixUser), Name: name, Admin: admin, CreatedAt: now}
+			user = database.UserRow{ID: models.NewID(models.PrefixUser), Name: name, Admin: req.Admin, CreatedAt: now.UnixMicro()}
 			if err := tx.Create(&user).Error; err != nil {
 				return err
 			}
 		case err != nil:
 			return err
-		case admin && !user.Admin:
+		case req.Admin && !user.Admin:
 			user.Admin = true
 			if err := tx.Model(&user).Update("admin", true).Error; err != nil {
 				return err
 			}
 		}
-		return tx.Create(&database.TokenRow{Hash: HashToken(token), UserID: user.ID, CreatedAt: now}).Error
+		row.UserID = user.ID
+		return tx.Create(&row).Error
 	})
 	if err != nil {
 		return "", nil, err
 	}
-	return token, user.Model(), nil
+	return token, tokenModel(row, user), nil
 }
 
 func checkUserName(name string) error {
@@ -94,8 +126,10 @@ func checkUserName(name string) error {
 	return nil
 }
 
-// Authenticate returns the user a token belongs to. A missing, malformed or
-// unknown token is UNAUTHENTICATED.
+// Authenticate returns the user a token belongs to. A missing, malformed,
+// unknown, expired or revoked token is UNAUTHENTICATED. A token is read from
+// the database at most once per CacheTTL, and its last use is recorded then,
+// at most once per LastUseResolution.
 func (s *Service) Authenticate(ctx context.Context, token string) (*models.User, error) {
 	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 128 {
 		return nil, errUnauthenticated
@@ -108,23 +142,39 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*models.User,
 	if ok && now.Before(c.expires) {
 		return c.user, nil
 	}
-	var user database.UserRow
-	err := s.DB.Read.WithContext(ctx).
-		Joins("JOIN tokens ON tokens.user_id = users.id").
-		Where("tokens.hash = ?", hash).
-		Take(&user).Error
+	var row database.TokenRow
+	err := s.DB.Read.WithContext(ctx).Where("hash = ?", hash).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, errUnauthenticated
 	}
 	if err != nil {
 		return nil, err
 	}
+	if row.RevokedAt != 0 || row.ExpiresAt != 0 && now.UnixMicro() >= row.ExpiresAt {
+		return nil, errUnauthenticated
+	}
+	var user database.UserRow
+	err = s.DB.Read.WithContext(ctx).Where("id = ?", row.UserID).Take(&user).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, errUnauthenticated
+	}
+	if err != nil {
+		return nil, err
+	}
+	if now.Sub(time.UnixMicro(row.LastUsedAt)) >= LastUseResolution {
+		// Best effort: a failure to record a use must not refuse the request.
+		s.DB.Write.WithContext(ctx).Model(&database.TokenRow{}).Where("hash = ?", hash).Update("last_used_at", now.UnixMicro())
+	}
 	u := user.Model()
+	expires := now.Add(CacheTTL)
+	if row.ExpiresAt != 0 && time.UnixMicro(row.ExpiresAt).Before(expires) {
+		expires = time.UnixMicro(row.ExpiresAt)
+	}
 	s.mu.Lock()
 	if s.cache == nil || len(s.cache) >= maxCached {
 		s.cache = map[string]cached{}
 	}
-	s.cache[hash] = cached{user: u, expires: now.Add(CacheTTL)}
+	s.cache[hash] = cached{user: u, tokenID: row.ID, expires: expires}
 	s.mu.Unlock()
 	return u, nil
 }
@@ -155,9 +205,35 @@ func randomToken() string {
 
 type ctxKey struct{}
 
-// WithUser returns a context carrying the authenticated user.
+// WithUser returns a context carrying the authenticated user, and tells a
+// tracker of the context (see TrackUser) who it is.
 func WithUser(ctx context.Context, u *models.User) context.Context {
+	if t, ok := ctx.Value(trackerKey{}).(*tracker); ok && u != nil {
+		t.mu.Lock()
+		t.userID = u.ID
+		t.mu.Unlock()
+	}
 	return context.WithValue(ctx, ctxKey{}, u)
+}
+
+type trackerKey struct{}
+
+type tracker struct {
+	mu     sync.Mutex
+	userID string
+}
+
+// TrackUser returns a context that remembers the user later authenticated in
+// it or in a context derived from it, and a function that returns that user's
+// id ("" when none was). The access log uses it: authentication happens deep
+// in the handler chain, on a context the log does not see.
+func TrackUser(ctx context.Context) (context.Context, func() string) {
+	t := &tracker{}
+	return context.WithValue(ctx, trackerKey{}, t), func() string {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.userID
+	}
 }
 
 // UserFrom returns the authenticated user of a context.

@@ -37,13 +37,24 @@ const SignatureEntry = "META-INF/pluginhost-signature.json"
 // signatureFormat versions the signature entry and the digest.
 const signatureFormat = "pluginhost-signature-v1"
 
-// Limits of a package, so that a hostile file cannot exhaust the server.
+// Limits of a package, so that a hostile file cannot exhaust the server
+// (contract: "a module file at most 8 MiB (a package may then hold up to
+// 16 MiB)").
 const (
-	MaxPackageBytes = 8 << 20 // the package file
-	MaxFileBytes    = 1 << 20 // one file, uncompressed
-	MaxTotalBytes   = 8 << 20 // all files, uncompressed
+	MaxPackageBytes = 16 << 20 // the package file
+	MaxFileBytes    = 1 << 20  // one file but a module, uncompressed
+	MaxModuleBytes  = 8 << 20  // one capability module (*.wasm), uncompressed
+	MaxTotalBytes   = 24 << 20 // all files, uncompressed
 	MaxFiles        = 256
 )
+
+// maxFileBytes is the limit of one file by its name.
+func maxFileBytes(name string) int {
+	if strings.HasSuffix(name, ".wasm") {
+		return MaxModuleBytes
+	}
+	return MaxFileBytes
+}
 
 // Package is a verified package: its files, the publisher key that signed it
 // and the SHA-256 of the package file.
@@ -97,8 +108,8 @@ func ReadDir(dir string) (map[string][]byte, error) {
 		if err != nil {
 			return err
 		}
-		if len(b) > MaxFileBytes {
-			return fmt.Errorf("%s has %d bytes; a file may have at most %d", rel, len(b), MaxFileBytes)
+		if limit := maxFileBytes(rel); len(b) > limit {
+			return fmt.Errorf("%s has %d bytes; a file of its kind may have at most %d", rel, len(b), limit)
 		}
 		total += len(b)
 		if total > MaxTotalBytes || len(files) >= MaxFiles {
@@ -286,20 +297,21 @@ func Open(data []byte) (*Package, error) {
 // readEntry reads one entry, refusing more than the file and total limits
 // whatever the zip header claims.
 func readEntry(f *zip.File, total *int64) ([]byte, error) {
-	if f.UncompressedSize64 > MaxFileBytes {
-		return nil, rejectf("file %q has %d bytes; a file may have at most %d", f.Name, f.UncompressedSize64, MaxFileBytes)
+	limit := maxFileBytes(f.Name)
+	if f.UncompressedSize64 > uint64(limit) {
+		return nil, rejectf("file %q has %d bytes; a file of its kind may have at most %d", f.Name, f.UncompressedSize64, limit)
 	}
 	rc, err := f.Open()
 	if err != nil {
 		return nil, rejectf("file %q cannot be read: %v", f.Name, err)
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, MaxFileBytes+1))
+	b, err := io.ReadAll(io.LimitReader(rc, int64(limit)+1))
 	if err != nil {
 		return nil, rejectf("file %q is corrupt: %v", f.Name, err)
 	}
-	if len(b) > MaxFileBytes {
-		return nil, rejectf("file %q has more than %d bytes", f.Name, MaxFileBytes)
+	if len(b) > limit {
+		return nil, rejectf("file %q has more than %d bytes", f.Name, limit)
 	}
 	*total += int64(len(b))
 	if *total > MaxTotalBytes {

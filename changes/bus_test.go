@@ -60,12 +60,10 @@ func TestSlowSubscriberCoalesces(t *testing.T) {
 			}
 		}
 	}()
-	start := time.Now()
+	// The slow subscriber reads nothing while this runs: a publisher that
+	// waited for it would never return.
 	for r := int64(1); r <= n; r++ {
 		b.Publish(change("a", r))
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("publishing %d changes took %v: a slow subscriber slowed the publisher", n, d)
 	}
 	wg.Wait()
 	if got[len(got)-1] != n {

@@ -4,6 +4,7 @@
 package lifecycle
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -20,6 +21,7 @@ import (
 
 	"pluginhost/bundle"
 	"pluginhost/database"
+	"pluginhost/extensions"
 	"pluginhost/models"
 	"pluginhost/storage"
 	"pluginhost/validator"
@@ -66,7 +68,30 @@ func (s *Service) OpenPackage(ctx context.Context, data []byte) (*bundle.Package
 	if err := report.Err("the plugin"); err != nil {
 		return nil, nil, err
 	}
+	if err := checkHostVersion(m); err != nil {
+		return nil, nil, err
+	}
 	return pkg, m, nil
+}
+
+// checkHostVersion refuses a package whose min_host_version is newer than
+// this host's version (models.HostVersion); an equal version installs.
+func checkHostVersion(m *models.Manifest) error {
+	if m.MinHostVersion != "" && models.CompareVersions(m.MinHostVersion, models.HostVersion) > 0 {
+		return models.Errorf(models.ErrPackageRejected, "plugin %s %s needs host version %s or newer (min_host_version); this host is version %s",
+			m.ID, m.Version, m.MinHostVersion, models.HostVersion)
+	}
+	return nil
+}
+
+// manifestJSON is the stored form of a validated manifest: compact, with
+// every string (such as capability schemas) as the package wrote it.
+func manifestJSON(m *models.Manifest) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(m) // a decoded manifest always encodes
+	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 func (s *Service) trusted(ctx context.Context, keyID string) (bool, error) {
@@ -107,31 +132,41 @@ func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (
 	if err != nil {
 		return nil, err
 	}
-	manifest, _ := json.Marshal(m)
+	manifest := manifestJSON(m)
 	now := time.Now().UnixMicro()
 	row := database.InstallationRow{
 		ID: models.NewID(models.PrefixInstallation), UserID: user.ID, PluginID: m.ID, Name: m.Name, Version: m.Version,
 		PublisherKeyID: pkg.KeyID, Generation: 1, StorageVersion: storageVersion(m), DataPolicy: dataPolicy(m),
-		Status: models.InstallationInstalled, Manifest: string(manifest), PackageSHA256: pkg.SHA256, CreatedAt: now, UpdatedAt: now,
+		Status: models.InstallationInstalled, Manifest: manifest, PackageSHA256: pkg.SHA256, CreatedAt: now, UpdatedAt: now,
 	}
 	restored := false
 	var changes []models.StorageChange
-	err = s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var existing database.InstallationRow
-		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
-			Where("user_id = ? AND plugin_id = ?", user.ID, m.ID).Take(&existing).Error
-		switch {
-		case errors.Is(err, gorm.ErrRecordNotFound):
-			return tx.Create(&row).Error
-		case err != nil:
+	fresh := row
+	err = database.Retry(ctx, func() error {
+		return s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			row, restored, changes = fresh, false, nil
+			var existing database.InstallationRow
+			err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+				Where("user_id = ? AND plugin_id = ?", user.ID, m.ID).Take(&existing).Error
+			switch {
+			case errors.Is(err, gorm.ErrRecordNotFound):
+				if err := tx.Create(&row).Error; err != nil {
+					return err
+				}
+				if err := extensions.StoreConfigs(tx, row.ID, row.Generation, m, pkg.Files); err != nil {
+					return err
+				}
+				return storeModules(tx, row.ID, row.Generation, pkg, m)
+			case err != nil:
+				return err
+			case existing.Status == models.InstallationInstalled:
+				return models.Errorf(models.ErrBadUserInput, "plugin %s is already installed as %s; use updatePlugin to change its version", m.ID, existing.ID)
+			}
+			restored = true
+			row = existing
+			changes, err = s.replacePackage(ctx, tx, &row, pkg, m)
 			return err
-		case existing.Status == models.InstallationInstalled:
-			return models.Errorf(models.ErrBadUserInput, "plugin %s is already installed as %s; use updatePlugin to change its version", m.ID, existing.ID)
-		}
-		restored = true
-		row = existing
-		changes, err = s.replacePackage(ctx, tx, &row, pkg, m)
-		return err
+		})
 	})
 	if err != nil {
 		if database.IsDuplicate(err) {
@@ -197,7 +232,12 @@ func (s *Service) Installation(ctx context.Context, user *models.User, id string
 	return row.Model()
 }
 
-// CreateInstance adds an Instance to one of the user's Installations.
+// CreateInstance adds an Instance to one of the user's Installations. It
+// locks the Installation's row (the first lock of the lock order of package
+// database) while it adds the Instance, so an uninstall running at the same
+// time either comes after and deletes the new Instance with the others, or
+// comes first, and then the Installation is refused: an Instance is never
+// left behind, nor answered, for an Installation that is gone.
 func (s *Service) CreateInstance(ctx context.Context, user *models.User, installationID, name string) (*models.Instance, error) {
 	inst, err := s.Installation(ctx, user, installationID)
 	if err != nil {
@@ -210,9 +250,24 @@ func (s *Service) CreateInstance(ctx context.Context, user *models.User, install
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	row := database.InstanceRow{ID: models.NewID(models.PrefixInstance), InstallationID: inst.ID, UserID: user.ID,
-		Name: name, Enabled: true, CreatedAt: time.Now().UnixMicro()}
-	if err := s.DB.Write.WithContext(ctx).Create(&row).Error; err != nil {
+	var row database.InstanceRow
+	err = database.Retry(ctx, func() error {
+		return s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			var locked database.InstallationRow
+			err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Select("id").
+				Where("id = ? AND user_id = ? AND status = ?", inst.ID, user.ID, models.InstallationInstalled).Take(&locked).Error
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return models.Errorf(models.ErrPermissionDenied, "installation %q does not exist or does not belong to you", installationID)
+			}
+			if err != nil {
+				return err
+			}
+			row = database.InstanceRow{ID: models.NewID(models.PrefixInstance), InstallationID: inst.ID, UserID: user.ID,
+				Name: name, Enabled: true, CreatedAt: time.Now().UnixMicro()}
+			return tx.Create(&row).Error
+		})
+	})
+	if err != nil {
 		return nil, err
 	}
 	s.log().Info("instance created", "instance", row.ID, "installation", inst.ID, "user", user.ID)
@@ -297,7 +352,9 @@ func (s *Service) SetInstanceGrant(ctx context.Context, user *models.User, insta
 		grants = kept
 	}
 	joined := database.JoinGrants(grants)
-	if err := s.DB.Write.WithContext(ctx).Model(&database.InstanceRow{}).Where("id = ?", inst.ID).Update("grants", joined).Error; err != nil {
+	if err := database.Retry(ctx, func() error {
+		return s.DB.Write.WithContext(ctx).Model(&database.InstanceRow{}).Where("id = ?", inst.ID).Update("grants", joined).Error
+	}); err != nil {
 		return nil, err
 	}
 	inst.Grants = database.SplitGrants(joined)
@@ -369,7 +426,9 @@ func (s *Service) SetInstanceEnabled(ctx context.Context, user *models.User, ins
 		return nil, err
 	}
 	if inst.Enabled != enabled {
-		if err := s.DB.Write.WithContext(ctx).Model(&database.InstanceRow{}).Where("id = ?", inst.ID).Update("enabled", enabled).Error; err != nil {
+		if err := database.Retry(ctx, func() error {
+			return s.DB.Write.WithContext(ctx).Model(&database.InstanceRow{}).Where("id = ?", inst.ID).Update("enabled", enabled).Error
+		}); err != nil {
 			return nil, err
 		}
 		inst.Enabled = enabled
@@ -390,8 +449,10 @@ func (s *Service) SetAIConsent(ctx context.Context, user *models.User, installat
 	if granted && !instl.Manifest.HasPermission(models.PermissionAIStorage) {
 		return nil, models.Errorf(models.ErrForbidden, "plugin %s does not request the ai_storage permission, so it cannot be granted", instl.PluginID)
 	}
-	if err := s.DB.Write.WithContext(ctx).Model(&database.InstallationRow{}).Where("id = ?", instl.ID).
-		Updates(map[string]any{"ai_consent": granted, "updated_at": time.Now().UnixMicro()}).Error; err != nil {
+	if err := database.Retry(ctx, func() error {
+		return s.DB.Write.WithContext(ctx).Model(&database.InstallationRow{}).Where("id = ?", instl.ID).
+			Updates(map[string]any{"ai_consent": granted, "updated_at": time.Now().UnixMicro()}).Error
+	}); err != nil {
 		return nil, err
 	}
 	instl.AIConsent = granted

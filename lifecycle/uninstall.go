@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"pluginhost/database"
+	"pluginhost/extensions"
 	"pluginhost/models"
 )
 
@@ -25,38 +26,10 @@ func (s *Service) Uninstall(ctx context.Context, user *models.User, installation
 	var row database.InstallationRow
 	var instances []database.InstanceRow
 	var deletedItems int64
-	err := s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Where("installation_id = ?", installationID).Order("id").
-			Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Find(&instances).Error; err != nil {
-			return err
-		}
-		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
-			Where("id = ? AND user_id = ? AND status = ?", installationID, user.ID, models.InstallationInstalled).Take(&row).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return models.Errorf(models.ErrPermissionDenied, "installation %q does not exist or does not belong to you", installationID)
-		}
-		if err != nil {
-			return err
-		}
-		for _, table := range securityTables {
-			if err := tx.Table(table).Where("installation_id = ?", row.ID).Delete(nil).Error; err != nil {
-				return err
-			}
-		}
-		if row.DataPolicy == models.DataPolicyPurge {
-			res := tx.Where("installation_id = ?", row.ID).Delete(&database.ItemRow{})
-			if res.Error != nil {
-				return res.Error
-			}
-			deletedItems = res.RowsAffected
-			if err := tx.Where("installation_id = ?", row.ID).Delete(&database.InstanceRow{}).Error; err != nil {
-				return err
-			}
-			return tx.Delete(&database.InstallationRow{}, "id = ?", row.ID).Error
-		}
-		return tx.Model(&database.InstallationRow{}).Where("id = ?", row.ID).Updates(map[string]any{
-			"status": models.InstallationUninstalled, "ai_consent": false, "updated_at": time.Now().UnixMicro(),
-		}).Error
+	err := database.Retry(ctx, func() error {
+		return s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			return s.uninstall(tx, user, installationID, &row, &instances, &deletedItems)
+		})
 	})
 	if err != nil {
 		return err
@@ -69,4 +42,52 @@ func (s *Service) Uninstall(ctx context.Context, user *models.User, installation
 	s.log().Info("plugin uninstalled", "installation", row.ID, "plugin", row.PluginID, "data_policy", row.DataPolicy,
 		"instances", len(instances), "deleted_items", deletedItems, "user", user.ID)
 	return nil
+}
+
+// uninstall makes the changes of Uninstall in tx, in the lock order of
+// package database: the Installation's row, then its Instances' rows. A
+// createInstance waits for the Installation's lock and then finds it gone or
+// uninstalled, so no Instance of a purged Installation is left behind.
+func (s *Service) uninstall(tx *gorm.DB, user *models.User, installationID string, row *database.InstallationRow, instances *[]database.InstanceRow, deletedItems *int64) error {
+	*row, *instances, *deletedItems = database.InstallationRow{}, nil, 0
+	err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+		Where("id = ? AND user_id = ? AND status = ?", installationID, user.ID, models.InstallationInstalled).Take(row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return models.Errorf(models.ErrPermissionDenied, "installation %q does not exist or does not belong to you", installationID)
+	}
+	if err != nil {
+		return err
+	}
+	if err := tx.Where("installation_id = ?", row.ID).Order("id").
+		Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Find(instances).Error; err != nil {
+		return err
+	}
+	for _, table := range securityTables {
+		if err := tx.Table(table).Where("installation_id = ?", row.ID).Delete(nil).Error; err != nil {
+			return err
+		}
+	}
+	if row.DataPolicy == models.DataPolicyPurge {
+		res := tx.Where("installation_id = ?", row.ID).Delete(&database.ItemRow{})
+		if res.Error != nil {
+			return res.Error
+		}
+		*deletedItems = res.RowsAffected
+		if err := extensions.Purge(tx, row.ID); err != nil {
+			return err
+		}
+		if err := tx.Exec("DELETE FROM background_schedules WHERE instance_id IN (SELECT id FROM instances WHERE installation_id = ?)", row.ID).Error; err != nil {
+			return err
+		}
+		if err := tx.Where("installation_id = ?", row.ID).Delete(&ModuleRow{}).Error; err != nil {
+			return err
+		}
+		if err := tx.Where("installation_id = ?", row.ID).Delete(&database.InstanceRow{}).Error; err != nil {
+			return err
+		}
+		return tx.Delete(&database.InstallationRow{}, "id = ?", row.ID).Error
+	}
+	return tx.Model(&database.InstallationRow{}).Where("id = ?", row.ID).Updates(map[string]any{
+		"status": models.InstallationUninstalled, "ai_consent": false, "updated_at": time.Now().UnixMicro(),
+	}).Error
 }

@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"pluginhost/bundle"
 	"pluginhost/database"
+	"pluginhost/extensions"
 	"pluginhost/models"
 	"pluginhost/storage"
 )
@@ -19,7 +19,10 @@ import (
 // publisher key, a higher version. In one transaction it migrates the storage
 // of every Instance from the installed storage version to the package's, one
 // step at a time, and raises the package generation by one. Any failure
-// leaves the previous package, generation and data exactly as they were.
+// leaves the previous package, generation and data exactly as they were. It
+// locks in the order of package database (the Installation, then its
+// Instances, then their items), the order of every storage write, and runs
+// again when the database aborts it as a deadlock or lock wait timeout.
 func (s *Service) Update(ctx context.Context, user *models.User, installationID string, data []byte) (*models.Installation, error) {
 	pkg, m, err := s.OpenPackage(ctx, data)
 	if err != nil {
@@ -37,20 +40,23 @@ func (s *Service) Update(ctx context.Context, user *models.User, installationID 
 	}
 	var changes []models.StorageChange
 	var row database.InstallationRow
-	err = s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
-			Where("id = ? AND user_id = ? AND status = ?", installationID, user.ID, models.InstallationInstalled).Take(&row).Error; err != nil {
-			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return models.Errorf(models.ErrPermissionDenied, "installation %q does not exist or does not belong to you", installationID)
+	err = database.Retry(ctx, func() error {
+		return s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			row = database.InstallationRow{}
+			if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+				Where("id = ? AND user_id = ? AND status = ?", installationID, user.ID, models.InstallationInstalled).Take(&row).Error; err != nil {
+				if errors.Is(err, gorm.ErrRecordNotFound) {
+					return models.Errorf(models.ErrPermissionDenied, "installation %q does not exist or does not belong to you", installationID)
+				}
+				return err
 			}
+			if row.Generation != cur.Generation {
+				return models.Errorf(models.ErrConflict, "the Installation changed while the update was prepared (generation %d, now %d); try again", cur.Generation, row.Generation)
+			}
+			var err error
+			changes, err = s.replacePackage(ctx, tx, &row, pkg, m)
 			return err
-		}
-		if row.Generation != cur.Generation {
-			return models.Errorf(models.ErrConflict, "the Installation changed while the update was prepared (generation %d, now %d); try again", cur.Generation, row.Generation)
-		}
-		var err error
-		changes, err = s.replacePackage(ctx, tx, &row, pkg, m)
-		return err
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -88,16 +94,62 @@ func (s *Service) replacePackage(ctx context.Context, tx *gorm.DB, row *database
 			return nil, err
 		}
 	}
-	manifest, _ := json.Marshal(m)
 	row.Name, row.Version, row.Generation = m.Name, m.Version, row.Generation+1
-	row.StorageVersion, row.DataPolicy, row.Manifest = storageVersion(m), dataPolicy(m), string(manifest)
+	row.StorageVersion, row.DataPolicy, row.Manifest = storageVersion(m), dataPolicy(m), manifestJSON(m)
 	row.PackageSHA256, row.Status, row.UpdatedAt = pkg.SHA256, models.InstallationInstalled, time.Now().UnixMicro()
 	err := tx.Model(&database.InstallationRow{}).Where("id = ?", row.ID).Updates(map[string]any{
 		"name": row.Name, "version": row.Version, "generation": row.Generation, "storage_version": row.StorageVersion,
 		"data_policy": row.DataPolicy, "manifest": row.Manifest, "package_sha256": row.PackageSHA256,
 		"status": row.Status, "updated_at": row.UpdatedAt,
 	}).Error
-	return changes, err
+	if err != nil {
+		return nil, err
+	}
+	// Instances before their settings: the order setExtensionState locks in.
+	pkgChanges, err := packageChanged(tx, row.ID, row.Generation)
+	if err != nil {
+		return nil, err
+	}
+	if err := extensions.StoreConfigs(tx, row.ID, row.Generation, m, pkg.Files); err != nil {
+		return nil, err
+	}
+	if err := extensions.PruneStates(tx, row.ID); err != nil {
+		return nil, err
+	}
+	if err := storeModules(tx, row.ID, row.Generation, pkg, m); err != nil {
+		return nil, err
+	}
+	for i := range changes {
+		changes[i].Generation = row.Generation
+	}
+	return append(changes, pkgChanges...), nil
+}
+
+// packageChanged bumps the storage revision of every Instance of an
+// Installation that moved to a new generation, inside tx, and returns the
+// package changes to publish once it commits: every open surface learns that
+// its config and handles are stale, whether or not its data moved. The bump
+// orders the change with the Instance's storage changes, so a subscriber
+// never takes it for a late or repeated one.
+func packageChanged(tx *gorm.DB, installationID string, generation int64) ([]models.StorageChange, error) {
+	if err := tx.Exec("UPDATE instances SET storage_revision = storage_revision + 1 WHERE installation_id = ?", installationID).Error; err != nil {
+		return nil, err
+	}
+	var insts []struct {
+		ID              string
+		UserID          string
+		StorageRevision int64
+	}
+	if err := tx.Raw("SELECT id, user_id, storage_revision FROM instances WHERE installation_id = ? ORDER BY id", installationID).
+		Scan(&insts).Error; err != nil {
+		return nil, err
+	}
+	out := make([]models.StorageChange, len(insts))
+	for i, in := range insts {
+		out[i] = models.StorageChange{InstanceID: in.ID, UserID: in.UserID, InstallationID: installationID,
+			StorageRevision: in.StorageRevision, Operation: models.OpPackage, Generation: generation}
+	}
+	return out, nil
 }
 
 // samePlugin refuses a package of another plugin or by another publisher.

@@ -81,12 +81,16 @@ type watch struct {
 	namespaces []string
 	onEnd      func(*models.Error)
 	out        chan *models.StorageChange
+	// done is the subscription's context's: once it is closed the client is
+	// gone and nobody reads why the host ended it.
+	done <-chan struct{}
 
 	mu      sync.Mutex
 	stop    func() bool            // stops the context callback
 	ready   bool                   // the snapshot was sent
 	early   []models.StorageChange // changes that came before the snapshot
 	last    int64
+	gen     int64 // the Installation's package generation, as last known
 	ended   bool
 	dropped int
 }
@@ -101,9 +105,9 @@ func (h *Hub) Subscribe(ctx context.Context, user *models.User, instanceID strin
 		return nil, err
 	}
 	w := &watch{hub: h, user: user.ID, conn: conn, instanceID: instanceID, namespaces: namespaces, onEnd: onEnd,
-		out: make(chan *models.StorageChange, QueueLength)}
+		out: make(chan *models.StorageChange, QueueLength), done: ctx.Done()}
 	h.Bus.Watch(instanceID, w)
-	rev, err := h.check(ctx, user.ID, instanceID, namespaces)
+	rev, gen, err := h.check(ctx, user.ID, instanceID, namespaces)
 	if err == nil {
 		h.mu.Lock()
 		if h.closed {
@@ -120,8 +124,9 @@ func (h *Hub) Subscribe(ctx context.Context, user *models.User, instanceID strin
 	}
 	w.mu.Lock()
 	w.last = rev
+	w.gen = gen
 	w.ready = true
-	w.send(&models.StorageChange{InstanceID: instanceID, UserID: user.ID, StorageRevision: rev, Operation: models.OpSnapshot})
+	w.send(&models.StorageChange{InstanceID: instanceID, UserID: user.ID, StorageRevision: rev, Operation: models.OpSnapshot, Generation: gen})
 	early := w.early
 	w.early = nil
 	for _, c := range early {
@@ -157,6 +162,12 @@ func (w *watch) accept(c models.StorageChange) {
 		return // late or repeated: the client already has a newer revision
 	}
 	w.last = c.StorageRevision
+	// A publisher that did not know the generation (a resynchronisation
+	// between replicas) left it 0: the watch knows the latest one.
+	if c.Generation > w.gen {
+		w.gen = c.Generation
+	}
+	c.Generation = w.gen
 	if c.Operation != models.OpSnapshot && c.Namespace != "" && len(w.namespaces) > 0 && !slices.Contains(w.namespaces, c.Namespace) {
 		return
 	}
@@ -184,18 +195,18 @@ func (w *watch) send(c *models.StorageChange) {
 // a goroutine of its own: the database call runs deep, and the calling
 // goroutine, which then waits for the subscription's whole life, would keep
 // the stack it grew to (several KiB per idle subscriber).
-func (h *Hub) check(ctx context.Context, userID, instanceID string, namespaces []string) (int64, error) {
+func (h *Hub) check(ctx context.Context, userID, instanceID string, namespaces []string) (rev, gen int64, err error) {
 	type result struct {
-		rev int64
-		err error
+		rev, gen int64
+		err      error
 	}
 	done := make(chan result, 1)
 	go func() {
-		rev, err := h.Storage.Watch(ctx, storage.Caller{UserID: userID}, instanceID, namespaces)
-		done <- result{rev, err}
+		rev, gen, err := h.Storage.WatchAt(ctx, storage.Caller{UserID: userID}, instanceID, namespaces)
+		done <- result{rev, gen, err}
 	}()
 	r := <-done
-	return r.rev, r.err
+	return r.rev, r.gen, r.err
 }
 
 // recheck ends the subscription if its user may no longer watch the Instance.
@@ -219,7 +230,7 @@ func (w *watch) end(why *models.Error) {
 		return
 	}
 	w.ended = true
-	if why != nil && w.onEnd != nil {
+	if why != nil && w.onEnd != nil && !closed(w.done) {
 		w.onEnd(why)
 	}
 	close(w.out)
@@ -291,7 +302,20 @@ func (h *Hub) Open() int {
 	return len(h.watches)
 }
 
-// Close ends every subscription with a shutdown error.
+// closed reports whether done is closed.
+func closed(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close ends every subscription. It gives no error: the server closes the
+// websockets first, with the protocol's going-away close, and a subscription
+// whose transport is ending must not be told anything more (its protocol
+// goroutine may be reading its errors at that moment).
 func (h *Hub) Close() {
 	h.mu.Lock()
 	h.closed = true
@@ -301,6 +325,6 @@ func (h *Hub) Close() {
 	}
 	h.mu.Unlock()
 	for _, w := range ws {
-		w.end(errShutdown)
+		w.end(nil)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,7 +66,7 @@ type message struct {
 func Start(url string, bus *changes.Bus, revisions Revisions, log *slog.Logger) (*Relay, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("relay: --redis %q: %v", url, err)
+		return nil, fmt.Errorf("relay: --redis %s: %s", Redact(url), scrub(err.Error(), url))
 	}
 	opt.MaxRetries = 2
 	opt.DialTimeout = 5 * time.Second
@@ -78,13 +80,64 @@ func Start(url string, bus *changes.Bus, revisions Revisions, log *slog.Logger) 
 	defer cancel()
 	if err := r.client.Ping(ctx).Err(); err != nil {
 		r.client.Close()
-		return nil, fmt.Errorf("relay: Redis at %s does not answer: %v", opt.Addr, err)
+		return nil, fmt.Errorf("relay: Redis at %s does not answer: %s", opt.Addr, scrub(err.Error(), url))
 	}
 	bus.Forward = r.forward
 	r.wg.Add(2)
 	go r.publishLoop()
 	go r.receiveLoop()
 	return r, nil
+}
+
+// Redact returns a Redis URL for messages and logs: its password (and any
+// password= query parameter) replaced by "xxxxx".
+func Redact(rawURL string) string {
+	if u, err := neturl.Parse(rawURL); err == nil {
+		if q := u.Query(); q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
+	}
+	// Not a URL: keep the scheme and what follows the last @, and the user
+	// name before a colon.
+	at := strings.LastIndex(rawURL, "@")
+	if at < 0 {
+		return rawURL
+	}
+	head := rawURL[:at]
+	scheme := ""
+	if i := strings.Index(head, "://"); i >= 0 {
+		scheme, head = head[:i+3], head[i+3:]
+	}
+	if i := strings.Index(head, ":"); i >= 0 {
+		head = head[:i] + ":xxxxx"
+	} else {
+		head = "xxxxx"
+	}
+	return scheme + head + rawURL[at:]
+}
+
+// scrub removes a URL's secrets from a message that may quote it.
+func scrub(msg, rawURL string) string {
+	msg = strings.ReplaceAll(msg, rawURL, Redact(rawURL))
+	if u, err := neturl.Parse(rawURL); err == nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
+		if p := u.Query().Get("password"); p != "" {
+			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
+	} else if at := strings.LastIndex(rawURL, "@"); at >= 0 {
+		userinfo := rawURL[:at]
+		if i := strings.Index(userinfo, "://"); i >= 0 {
+			userinfo = userinfo[i+3:]
+		}
+		if i := strings.Index(userinfo, ":"); i >= 0 && i+1 < len(userinfo) {
+			msg = strings.ReplaceAll(msg, userinfo[i+1:], "xxxxx")
+		}
+	}
+	return msg
 }
 
 // forward queues a change for the other replicas; it never blocks.

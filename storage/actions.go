@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"pluginhost/database"
+	"pluginhost/metrics"
 	"pluginhost/models"
 )
 
@@ -41,7 +42,8 @@ type hostAction struct {
 // skill or background; c.Generation is the package generation the capability
 // ran for, and a different current one is a CONFLICT. The answer carries
 // evidence for every changed key.
-func (s *Service) ApplyCapabilityResult(ctx context.Context, c Caller, instanceID, capability string, result models.JSON) (*models.ExtensionResult, error) {
+func (s *Service) ApplyCapabilityResult(ctx context.Context, c Caller, instanceID, capability string, result models.JSON) (out *models.ExtensionResult, opErr error) {
+	defer func() { metrics.StorageOperation("apply_capability_result", c.Actor, opErr) }()
 	res, err := s.applyCapabilityResult(ctx, c, instanceID, capability, result)
 	if err != nil {
 		s.RecordRefusal(c, instanceID, "", "", err)
@@ -201,7 +203,8 @@ type Snapshot struct {
 // Snapshot returns every declared namespace of an Instance with its items and
 // their revisions, the storage revision and the package generation, read at
 // one point in time.
-func (s *Service) Snapshot(ctx context.Context, c Caller, instanceID string) (*Snapshot, error) {
+func (s *Service) Snapshot(ctx context.Context, c Caller, instanceID string) (out *Snapshot, opErr error) {
+	defer func() { metrics.StorageOperation("snapshot", c.Actor, opErr) }()
 	if _, err := s.prepare(ctx); err != nil {
 		return nil, s.internal(err)
 	}

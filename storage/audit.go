@@ -4,19 +4,66 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"pluginhost/database"
 	"pluginhost/models"
 )
 
 // Audit outcomes besides the error codes of refused attempts.
 const OutcomeOK = "ok"
 
+// Bounds of the recorded fields, in characters (Unicode code points), equal to
+// their columns' lengths. A field is recorded as valid UTF-8 without control,
+// format or bidi control characters (each becomes U+FFFD) and, when longer
+// than its bound, as its first bound-1 characters followed by "…": the record
+// of a refused call never holds more than a bounded prefix of the input, is
+// never cut inside a character, and always fits its column, so that it is
+// never lost to "data too long" on MySQL/MariaDB.
+const (
+	MaxAuditIDChars         = 40  // user, Installation and Instance ids
+	MaxAuditActorChars      = 16  // ai, host
+	MaxAuditCapabilityChars = 128 // a dotted capability id is at most 128
+	MaxAuditNamespaceChars  = 64  // a safe identifier is at most 64
+	MaxAuditKeyChars        = models.MaxKeyLength
+	MaxAuditOperationChars  = 16
+	MaxAuditOutcomeChars    = 48
+)
+
+// auditField returns s as it is recorded in a field of at most n characters.
+func auditField(s string, n int) string {
+	var b strings.Builder
+	count := 0
+	for i, r := range s {
+		if count == n {
+			// More follows: the last kept character gives way to the mark.
+			out := []rune(b.String())
+			return string(out[:n-1]) + "…"
+		}
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size <= 1 {
+				r = unicode.ReplacementChar
+			}
+		}
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			r = unicode.ReplacementChar
+		}
+		b.WriteRune(r)
+		count++
+	}
+	return b.String()
+}
+
 // auditMutation records one change of an audited caller, in the change's
 // transaction: it is committed exactly when the change is.
 func (s *Service) auditMutation(ctx context.Context, tx *sql.Tx, c Caller, sc *scope, m mutation) error {
-	_, err := tx.ExecContext(ctx, auditInsertSQL, c.UserID, sc.InstallationID, sc.InstanceID, c.Actor, c.Capability,
-		m.ns, m.key, m.op, OutcomeOK, m.before, m.after, m.valueBytes, time.Now().UnixMicro())
+	_, err := tx.ExecContext(ctx, auditInsertSQL, auditField(c.UserID, MaxAuditIDChars), sc.InstallationID, sc.InstanceID,
+		auditField(c.Actor, MaxAuditActorChars), auditField(c.Capability, MaxAuditCapabilityChars),
+		auditField(m.ns, MaxAuditNamespaceChars), auditField(m.key, MaxAuditKeyChars), m.op, OutcomeOK,
+		m.before, m.after, m.valueBytes, time.Now().UnixMicro())
 	return err
 }
 
@@ -36,7 +83,13 @@ func (s *Service) RecordRefusal(c Caller, instanceID, ns, key string, err error)
 	}
 	w, dbErr := s.DB.Write.DB()
 	if dbErr == nil {
-		_, dbErr = w.Exec(auditInsertSQL, c.UserID, "", instanceID, c.Actor, c.Capability, ns, truncate(key, models.MaxKeyLength), op, code, 0, 0, 0, time.Now().UnixMicro())
+		dbErr = database.Retry(context.Background(), func() error {
+			_, err := w.Exec(auditInsertSQL, auditField(c.UserID, MaxAuditIDChars), "", auditField(instanceID, MaxAuditIDChars),
+				auditField(c.Actor, MaxAuditActorChars), auditField(c.Capability, MaxAuditCapabilityChars),
+				auditField(ns, MaxAuditNamespaceChars), auditField(key, MaxAuditKeyChars),
+				auditField(op, MaxAuditOperationChars), auditField(code, MaxAuditOutcomeChars), 0, 0, 0, time.Now().UnixMicro())
+			return err
+		})
 	}
 	if dbErr != nil && s.Log != nil {
 		s.Log.Error("storage: audit record lost", "err", dbErr, "actor", c.Actor, "instance", instanceID)
@@ -61,14 +114,6 @@ func operationOf(tool string) string {
 		return "get"
 	}
 	return "apply"
-}
-
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n])
-	}
-	return s
 }
 
 // AuditEntry is one record of the audit trail.
@@ -96,7 +141,12 @@ type AuditQuery struct {
 	Before     int64  // continue below this record id (the previous page's cursor); 0 starts at the newest
 }
 
-// Audit returns the user's own audit trail.
+// Audit returns the user's own audit trail. An InstanceID that is not one of
+// the user's Instances (another user's, or unknown: the two look the same) is
+// PLUGIN_STORAGE_PERMISSION_DENIED, as for every storage operation, never an
+// empty page. The user's own Instance may be read in any state (disabled, or
+// of a plugin uninstalled with retain): the trail is the user's record of
+// what was done, not the Instance's storage.
 func (s *Service) Audit(ctx context.Context, userID string, q AuditQuery) ([]AuditEntry, bool, error) {
 	if q.Limit == 0 {
 		q.Limit = 50
@@ -104,8 +154,20 @@ func (s *Service) Audit(ctx context.Context, userID string, q AuditQuery) ([]Aud
 	if q.Limit < 1 || q.Limit > 100 {
 		return nil, false, models.Errorf(models.ErrInvalid, "limit is %d; it must be from 1 to 100", q.Limit)
 	}
-	if q.Actor != "" && q.Actor != ActorAI && q.Actor != ActorHost {
-		return nil, false, models.Errorf(models.ErrInvalid, "actor %q: want %s or %s", q.Actor, ActorAI, ActorHost)
+	switch q.Actor {
+	case "", ActorAI, ActorHost, ActorCapability, ActorBackground:
+	default:
+		return nil, false, models.Errorf(models.ErrInvalid, "actor %q: want %s, %s, %s or %s", q.Actor, ActorAI, ActorHost, ActorCapability, ActorBackground)
+	}
+	if q.InstanceID != "" {
+		var owner string
+		err := s.DB.Read.WithContext(ctx).Raw("SELECT user_id FROM instances WHERE id = ?", q.InstanceID).Row().Scan(&owner)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, false, s.internal(err)
+		}
+		if owner == "" || owner != userID {
+			return nil, false, models.Errorf(models.ErrPermissionDenied, "instance %q does not exist or does not belong to you", q.InstanceID)
+		}
 	}
 	query := `SELECT id, installation_id, instance_id, actor, capability, namespace, item_key, operation, outcome,
 		revision_before, revision_after, value_bytes, created_at FROM storage_audit WHERE user_id = ?`

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"pluginhost/database"
+	"pluginhost/metrics"
 	"pluginhost/models"
 )
 
@@ -20,7 +21,8 @@ type ListQuery struct {
 }
 
 // List returns items of a namespace in key order (by code point).
-func (s *Service) List(ctx context.Context, c Caller, instanceID string, q ListQuery) (*models.ExtensionResult, error) {
+func (s *Service) List(ctx context.Context, c Caller, instanceID string, q ListQuery) (out *models.ExtensionResult, opErr error) {
+	defer func() { metrics.StorageOperation("list", c.Actor, opErr) }()
 	return s.list(ctx, c, instanceID, q, nil)
 }
 
@@ -83,7 +85,8 @@ func (s *Service) list(ctx context.Context, c Caller, instanceID string, q ListQ
 }
 
 // Get returns one item.
-func (s *Service) Get(ctx context.Context, c Caller, instanceID, namespace, key string) (*models.ExtensionResult, error) {
+func (s *Service) Get(ctx context.Context, c Caller, instanceID, namespace, key string) (out *models.ExtensionResult, opErr error) {
+	defer func() { metrics.StorageOperation("get", c.Actor, opErr) }()
 	if err := checkReadKey(key); err != nil {
 		return nil, err
 	}
@@ -107,7 +110,8 @@ func (s *Service) Get(ctx context.Context, c Caller, instanceID, namespace, key 
 }
 
 // Create adds a key that does not exist; it never overwrites.
-func (s *Service) Create(ctx context.Context, c Caller, instanceID, namespace, key string, value models.JSON) (*models.ExtensionResult, error) {
+func (s *Service) Create(ctx context.Context, c Caller, instanceID, namespace, key string, value models.JSON) (out *models.ExtensionResult, opErr error) {
+	defer func() { metrics.StorageOperation("create", c.Actor, opErr) }()
 	if err := models.ValidateKey(key); err != nil {
 		return nil, err
 	}
@@ -123,7 +127,8 @@ func (s *Service) Create(ctx context.Context, c Caller, instanceID, namespace, k
 }
 
 // Update replaces a value if revision is the item's current revision.
-func (s *Service) Update(ctx context.Context, c Caller, instanceID, namespace, key string, value models.JSON, revision int64) (*models.ExtensionResult, error) {
+func (s *Service) Update(ctx context.Context, c Caller, instanceID, namespace, key string, value models.JSON, revision int64) (out *models.ExtensionResult, opErr error) {
+	defer func() { metrics.StorageOperation("update", c.Actor, opErr) }()
 	if err := models.ValidateKey(key); err != nil {
 		return nil, err
 	}
@@ -142,7 +147,8 @@ func (s *Service) Update(ctx context.Context, c Caller, instanceID, namespace, k
 }
 
 // Delete removes a key if revision is its current revision.
-func (s *Service) Delete(ctx context.Context, c Caller, instanceID, namespace, key string, revision int64) (*models.ExtensionResult, error) {
+func (s *Service) Delete(ctx context.Context, c Caller, instanceID, namespace, key string, revision int64) (out *models.ExtensionResult, opErr error) {
+	defer func() { metrics.StorageOperation("delete", c.Actor, opErr) }()
 	if err := models.ValidateKey(key); err != nil {
 		return nil, err
 	}
@@ -210,7 +216,8 @@ func (s *Service) delete(ctx context.Context, tx *sql.Tx, c Caller, sc *scope, n
 
 // Reset deletes every item of one Instance, in every namespace, and returns how
 // many were deleted. Other Instances are untouched.
-func (s *Service) Reset(ctx context.Context, c Caller, instanceID string) (int64, error) {
+func (s *Service) Reset(ctx context.Context, c Caller, instanceID string) (out int64, opErr error) {
+	defer func() { metrics.StorageOperation("reset", c.Actor, opErr) }()
 	var deleted int64
 	_, err := s.write(ctx, c, instanceID, false, func(tx *sql.Tx, sc *scope) ([]mutation, error) {
 		var freed int64

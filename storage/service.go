@@ -10,8 +10,11 @@
 // 512 KiB bounds it over the whole Installation (all Instances and namespaces).
 //
 // Concurrency: every change runs in one transaction that first locks the
-// Instance's and Installation's rows (SELECT ... FOR UPDATE on MySQL; SQLite has
-// a single writer), so revision checks and quotas hold under parallel writers.
+// Installation's and then the Instance's row (SELECT ... FOR UPDATE on MySQL,
+// in the lock order of package database; SQLite has a single writer), so
+// revision checks and quotas hold under parallel writers. A transaction the
+// database aborts as a deadlock or lock wait timeout runs again before the
+// caller is answered.
 package storage
 
 import (
@@ -70,6 +73,10 @@ type Caller struct {
 const (
 	ActorAI   = "ai"
 	ActorHost = "host"
+	// ActorCapability is a capability run started by invoke, ActorBackground
+	// one started by the schedule; a run the AI started is ActorAI.
+	ActorCapability = "capability"
+	ActorBackground = "background"
 )
 
 // scopeCache keeps, within one batch transaction, the scopes already read:
@@ -175,6 +182,32 @@ func (s *Service) loadScope(ctx context.Context, tx *sql.Tx, c Caller, instanceI
 	return s.checkScope(ctx, qr, c, sc)
 }
 
+// installationOf returns the Installation of an Instance, read outside any
+// transaction, or "" when there is none. An Instance never moves to another
+// Installation. It is read before the write's transaction begins because,
+// on MySQL, a plain read inside the transaction would fix its snapshot before
+// its locks are held, and the quota reads after the locks must see every
+// write committed before them.
+func (s *Service) installationOf(ctx context.Context, instanceID string) (string, error) {
+	var id string
+	err := s.q.installationOf.QueryRowContext(ctx, instanceID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}
+
+// lockInstallation locks an Installation's row in tx: the first lock of the
+// lock order (see package database), taken before the Instance's.
+func (s *Service) lockInstallation(ctx context.Context, tx *sql.Tx, installationID string) error {
+	var id string
+	err := on(ctx, tx, s.q.lockInstallation).QueryRowContext(ctx, installationID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // gone: loadScope refuses the Instance
+	}
+	return err
+}
+
 // checkScope applies the rules of every call to a scope read for the caller.
 func (s *Service) checkScope(ctx context.Context, qr querier, c Caller, sc *scope) (*scope, error) {
 	if sc.UserID != c.UserID {
@@ -277,7 +310,25 @@ func (s *Service) write(ctx context.Context, c Caller, instanceID string, all bo
 		changes, err = s.submit(ctx, c, instanceID, all, fn)
 	} else {
 		var held *sync.Mutex
+		var installationID string
+		if _, err := s.prepare(ctx); err != nil {
+			return nil, s.internal(err)
+		}
+		if s.q.lockInstallation != nil {
+			if installationID, err = s.installationOf(ctx, instanceID); err != nil {
+				return nil, s.internal(err)
+			}
+		}
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			if held != nil { // an earlier attempt that failed to commit
+				held.Unlock()
+				held = nil
+			}
+			if installationID != "" {
+				if err := s.lockInstallation(ctx, tx, installationID); err != nil {
+					return err
+				}
+			}
 			var err error
 			changes, err = s.apply(ctx, tx, c, instanceID, fn, nil)
 			if err != nil || len(changes) == 0 {
@@ -335,6 +386,7 @@ func (s *Service) apply(ctx context.Context, tx *sql.Tx, c Caller, instanceID st
 		ch := models.StorageChange{
 			InstanceID: sc.InstanceID, UserID: sc.UserID, InstallationID: sc.InstallationID,
 			StorageRevision: sc.StorageRevision + int64(i) + 1, Namespace: m.ns, Operation: m.op,
+			Generation: sc.Generation,
 		}
 		if m.key != "" {
 			k := m.key
@@ -376,6 +428,10 @@ func (s *Service) internal(err error) error {
 	if database.IsDuplicate(err) {
 		return models.Errorf(models.ErrConflict, "a concurrent change created the same key; read it and retry")
 	}
+	if database.IsRetryable(err) {
+		// Still aborted after database.MaxTxAttempts runs: nothing was written.
+		return models.Errorf(models.ErrConflict, "concurrent changes kept this change from committing; nothing was written: read and retry")
+	}
 	if s.Log != nil {
 		s.Log.Error("storage: database error", "err", err)
 	}
@@ -386,19 +442,26 @@ func (s *Service) internal(err error) error {
 // namespaces of a filter (all declared), and returns the current storage
 // revision. It applies the rules of every read.
 func (s *Service) Watch(ctx context.Context, c Caller, instanceID string, namespaces []string) (int64, error) {
+	rev, _, err := s.WatchAt(ctx, c, instanceID, namespaces)
+	return rev, err
+}
+
+// WatchAt is Watch that also returns the Installation's current package
+// generation.
+func (s *Service) WatchAt(ctx context.Context, c Caller, instanceID string, namespaces []string) (revision, generation int64, err error) {
 	sc, err := s.loadScope(ctx, nil, c, instanceID)
 	if err != nil {
-		return 0, s.internal(err)
+		return 0, 0, s.internal(err)
 	}
 	for _, ns := range namespaces {
 		if _, err := sc.namespace(c, ns, models.ToolList); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if ns == "" {
-			return 0, models.Errorf(models.ErrInvalid, "namespace names in a filter may not be empty")
+			return 0, 0, models.Errorf(models.ErrInvalid, "namespace names in a filter may not be empty")
 		}
 	}
-	return sc.StorageRevision, nil
+	return sc.StorageRevision, sc.Generation, nil
 }
 
 // Revision returns an Instance's current storage revision, or false when it

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"pluginhost/database"
 	"pluginhost/models"
@@ -16,10 +17,11 @@ import (
 // database/sql on the connections gorm manages, so that each statement is
 // parsed once per connection instead of once per call.
 type queries struct {
-	once sync.Once
-	err  error
+	mu    sync.Mutex
+	ready atomic.Bool
 
 	scope, scopeLocked, item, itemLocked, usage *sql.Stmt
+	installationOf, lockInstallation            *sql.Stmt // MySQL only: the lock order
 	insert, update, del, addUsage, bump         *sql.Stmt
 	list                                        *sql.Stmt
 }
@@ -39,45 +41,70 @@ const (
 	deleteSQL   = `DELETE FROM storage_items WHERE instance_id = ? AND namespace = ? AND item_key = ? AND revision = ?`
 	addUsageSQL = `UPDATE installations SET used_bytes = used_bytes + ? WHERE id = ?`
 	bumpSQL     = `UPDATE instances SET storage_revision = storage_revision + ? WHERE id = ?`
+	// A write locks its Installation's row before its Instance's (the lock
+	// order of package database): it reads which Installation before its
+	// transaction.
+	installationOfSQL   = `SELECT installation_id FROM instances WHERE id = ?`
+	lockInstallationSQL = `SELECT id FROM installations WHERE id = ? FOR UPDATE`
 )
 
-// prepare prepares the statements on first use.
+// prepare prepares the statements on first use. The statements serve every
+// later caller, so the first caller's cancellation does not cut their
+// preparation short, and a failure is not kept: the next call tries again.
 func (s *Service) prepare(ctx context.Context) (*queries, error) {
 	q := &s.q
-	q.once.Do(func() {
-		w, err := s.DB.Write.DB()
-		if err != nil {
-			q.err = err
-			return
-		}
-		r, err := s.DB.Read.DB()
-		if err != nil {
-			q.err = err
-			return
-		}
-		s.readDB = r
-		lock := ""
-		if s.DB.Dialect == database.MySQL {
-			lock = " FOR UPDATE"
-		}
-		for _, p := range []struct {
-			db   *sql.DB
-			dst  **sql.Stmt
-			text string
-		}{
-			{r, &q.scope, scopeSQL}, {w, &q.scopeLocked, scopeSQL + lock},
-			{r, &q.item, itemSQL}, {w, &q.itemLocked, itemSQL}, {w, &q.usage, usageSQL},
-			{r, &q.list, listSQL},
-			{w, &q.insert, insertSQL}, {w, &q.update, updateSQL}, {w, &q.del, deleteSQL},
-			{w, &q.addUsage, addUsageSQL}, {w, &q.bump, bumpSQL},
-		} {
-			if *p.dst, q.err = p.db.PrepareContext(ctx, p.text); q.err != nil {
-				q.err = fmt.Errorf("storage: prepare: %w", q.err)
-				return
+	if q.ready.Load() {
+		return q, nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.ready.Load() {
+		return q, nil
+	}
+	w, err := s.DB.Write.DB()
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.DB.Read.DB()
+	if err != nil {
+		return nil, err
+	}
+	lock := ""
+	if s.DB.Dialect == database.MySQL {
+		lock = " FOR UPDATE"
+	}
+	ctx = context.WithoutCancel(ctx)
+	var prepared []*sql.Stmt
+	for _, p := range []struct {
+		db   *sql.DB
+		dst  **sql.Stmt
+		text string
+	}{
+		{r, &q.scope, scopeSQL}, {w, &q.scopeLocked, scopeSQL + lock},
+		{r, &q.item, itemSQL}, {w, &q.itemLocked, itemSQL}, {w, &q.usage, usageSQL},
+		{r, &q.list, listSQL},
+		{w, &q.insert, insertSQL}, {w, &q.update, updateSQL}, {w, &q.del, deleteSQL},
+		{w, &q.addUsage, addUsageSQL}, {w, &q.bump, bumpSQL},
+		{r, &q.installationOf, installationOfSQL}, {w, &q.lockInstallation, lockInstallationSQL},
+	} {
+		if p.dst == &q.installationOf || p.dst == &q.lockInstallation {
+			if s.DB.Dialect != database.MySQL {
+				continue // SQLite has one writer and no FOR UPDATE
 			}
 		}
-	})
-	return q, q.err
+		st, err := p.db.PrepareContext(ctx, p.text)
+		if err != nil {
+			for _, st := range prepared {
+				st.Close()
+			}
+			return nil, fmt.Errorf("storage: prepare: %w", err)
+		}
+		prepared = append(prepared, st)
+		*p.dst = st
+	}
+	s.readDB = r
+	q.ready.Store(true)
+	return q, nil
 }
 
 // on returns the statement for use inside tx, or as is outside one.

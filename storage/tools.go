@@ -24,6 +24,22 @@ var toolArgs = map[string][]string{
 // Instance id of the operation, or the AI tool handle), never from arguments.
 var scopeArgs = []string{"instance_id", "instanceId", "installation_id", "installationId", "user_id", "userId", "plugin_id", "pluginId", "generation", "handle"}
 
+// ScopeArgument returns the first top-level member of object arguments that
+// names a scope (instance_id and the like), which no call may take from its
+// arguments.
+func ScopeArgument(args models.JSON) (string, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return "", false
+	}
+	for _, f := range scopeArgs {
+		if _, ok := m[f]; ok {
+			return f, true
+		}
+	}
+	return "", false
+}
+
 // Invoke runs a standard storage tool by name with JSON object arguments.
 func (s *Service) Invoke(ctx context.Context, c Caller, instanceID, tool string, args models.JSON) (*models.ExtensionResult, error) {
 	allowed, ok := toolArgs[tool]

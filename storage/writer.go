@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 
+	"pluginhost/database"
 	"pluginhost/models"
 )
 
@@ -105,9 +106,10 @@ func (s *Service) writeLoop() {
 // runBatch runs writes in one transaction; on a database error, each again
 // alone.
 func (s *Service) runBatch(batch []*writeReq) {
-	results := make([]writeResult, len(batch))
-	cache := newScopeCache()
+	var results []writeResult
 	err := s.inTx(context.Background(), func(tx *sql.Tx) error {
+		results = make([]writeResult, len(batch))
+		cache := newScopeCache()
 		for i, req := range batch {
 			if err := req.ctx.Err(); err != nil {
 				results[i].err = err
@@ -158,7 +160,10 @@ func (s *Service) runBatch(batch []*writeReq) {
 	}
 }
 
-// inTx runs fn in a transaction on the writer and commits if it succeeds.
+// inTx runs fn in a transaction on the writer and commits if it succeeds. A
+// transaction the database aborts as a deadlock, a lock wait timeout or a
+// busy SQLite file runs again from the start (database.Retry), so fn must keep
+// no state from an earlier call.
 func (s *Service) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	// Statements are prepared before the transaction takes a connection: on
 	// SQLite it holds the only writer connection.
@@ -169,13 +174,15 @@ func (s *Service) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
-	tx, err := w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return database.Retry(ctx, func() error {
+		tx, err := w.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	})
 }

@@ -1,0 +1,88 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"pluginhost/database"
+	"pluginhost/models"
+)
+
+// NewToken is what Create needs.
+type NewToken struct {
+	User  string        // the user's name; the user is created if missing
+	Admin bool          // make the user an admin
+	TTL   time.Duration // time to live; 0 never expires
+}
+
+// Tokens lists a user's tokens, newest first, revoked and expired ones
+// included. An unknown user is BAD_USER_INPUT.
+func (s *Service) Tokens(ctx context.Context, userName string) ([]*models.Token, error) {
+	var user database.UserRow
+	err := s.DB.Read.WithContext(ctx).Where("name = ?", strings.TrimSpace(userName)).Take(&user).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, models.Errorf(models.ErrBadUserInput, "no user is named %q", userName)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rows []database.TokenRow
+	if err := s.DB.Read.WithContext(ctx).Where("user_id = ?", user.ID).Order("created_at DESC, id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*models.Token, len(rows))
+	for i, r := range rows {
+		out[i] = tokenModel(r, user)
+	}
+	return out, nil
+}
+
+// Revoke revokes a token by its id; the token stops working at once on this
+// replica (and Revoked is told), and within CacheTTL on others. Revoking a revoked token changes
+// nothing. An unknown id is BAD_USER_INPUT.
+func (s *Service) Revoke(ctx context.Context, id string) (*models.Token, error) {
+	var row database.TokenRow
+	var user database.UserRow
+	err := s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("id = ?", id).Take(&row).Error; err != nil {
+			return err
+		}
+		if row.RevokedAt == 0 {
+			row.RevokedAt = time.Now().UnixMicro()
+			if err := tx.Model(&database.TokenRow{}).Where("hash = ?", row.Hash).Update("revoked_at", row.RevokedAt).Error; err != nil {
+				return err
+			}
+		}
+		return tx.Where("id = ?", row.UserID).Take(&user).Error
+	})
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, models.Errorf(models.ErrBadUserInput, "no token has the id %q", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	delete(s.cache, row.Hash)
+	s.mu.Unlock()
+	if s.Revoked != nil {
+		s.Revoked(row.Hash)
+	}
+	return tokenModel(row, user), nil
+}
+
+func tokenModel(r database.TokenRow, u database.UserRow) *models.Token {
+	t := &models.Token{ID: r.ID, UserID: u.ID, UserName: u.Name, UserAdmin: u.Admin, CreatedAt: time.UnixMicro(r.CreatedAt)}
+	at := func(v int64) *time.Time {
+		if v == 0 {
+			return nil
+		}
+		t := time.UnixMicro(v)
+		return &t
+	}
+	t.ExpiresAt, t.LastUsedAt, t.RevokedAt = at(r.ExpiresAt), at(r.LastUsedAt), at(r.RevokedAt)
+	return t
+}

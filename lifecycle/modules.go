@@ -1,0 +1,49 @@
+package lifecycle
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"gorm.io/gorm"
+
+	"pluginhost/bundle"
+	"pluginhost/models"
+)
+
+// ModuleRow is a capability module of an Installation's package, at the
+// generation it belongs to.
+type ModuleRow struct {
+	InstallationID string `gorm:"primaryKey"`
+	Generation     int64  `gorm:"primaryKey"`
+	Path           string `gorm:"primaryKey"`
+	SHA256         string `gorm:"column:sha256"`
+	Content        []byte
+}
+
+func (ModuleRow) TableName() string { return "capability_modules" }
+
+// storeModules keeps, in the transaction that installs a package at a
+// generation, every module its capabilities name, and drops those of older
+// generations: a run is always of the current package.
+func storeModules(tx *gorm.DB, installationID string, generation int64, pkg *bundle.Package, m *models.Manifest) error {
+	if err := tx.Where("installation_id = ? AND generation <> ?", installationID, generation).Delete(&ModuleRow{}).Error; err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, c := range m.Capabilities {
+		if c.Module == "" || seen[c.Module] {
+			continue
+		}
+		seen[c.Module] = true
+		content, ok := pkg.Files[c.Module]
+		if !ok {
+			return models.Errorf(models.ErrPackageRejected, "capability %s names module %s, which the package does not hold", c.ID, c.Module)
+		}
+		sum := sha256.Sum256(content)
+		row := ModuleRow{InstallationID: installationID, Generation: generation, Path: c.Module, SHA256: hex.EncodeToString(sum[:]), Content: content}
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
