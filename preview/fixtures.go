@@ -182,7 +182,7 @@ func ParseFixtures(data []byte, m *models.Manifest, stateKeys map[string]bool) (
 		c.add("", CodeFixtureJSON, "the fixtures file holds more than one JSON value")
 		return nil, &FixturesError{c.problems}
 	}
-	top, ok := c.object("", root, "capabilities", "storage", "context", "state")
+	top, ok := c.object("", root, "capabilities", "storage", "context", "state", "response")
 	if ok {
 		if v, ok := top["capabilities"]; ok {
 			c.capabilities("/capabilities", v)
@@ -195,6 +195,9 @@ func ParseFixtures(data []byte, m *models.Manifest, stateKeys map[string]bool) (
 		}
 		if v, ok := top["state"]; ok {
 			c.state("/state", v)
+		}
+		if v, ok := top["response"]; ok {
+			c.sampleResult("/response", v)
 		}
 	}
 	if len(c.problems) > 0 {

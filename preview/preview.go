@@ -25,7 +25,6 @@ package preview
 
 import (
 	"bytes"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,12 +32,10 @@ import (
 	"strings"
 
 	"pluginhost/models"
+	"pluginhost/preview/assets"
 	"pluginhost/uicatalog"
 	"pluginhost/validator"
 )
-
-//go:embed assets/core.js assets/runtime.js assets/preview.css
-var assets embed.FS
 
 // Options says what to preview.
 type Options struct {
@@ -107,6 +104,9 @@ type pageBundle struct {
 	Themes     map[string]map[string]string `json:"themes"`
 	Screens    map[string][2]int            `json:"screens"`
 	Warnings   []models.Problem             `json:"warnings"`
+	// Response is the fixtures' sample tool result for a response
+	// extension, with the verdict of the host's checks.
+	Response *pageResponse `json:"response,omitempty"`
 }
 
 // Render validates the plugin (or the single config) and returns the HTML of
@@ -179,6 +179,15 @@ func Render(opts Options) ([]byte, *validator.Report, error) {
 			return nil, report, err
 		}
 		b.Fixtures = f
+		if sample, ok := f["response"].(map[string]any); ok {
+			for _, e := range b.Extensions {
+				if e.ID == b.Start {
+					if b.Response, err = responseVerdict(e, sample); err != nil {
+						return nil, report, err
+					}
+				}
+			}
+		}
 	}
 	out, err := writePage(&b)
 	return out, report, err
@@ -243,10 +252,8 @@ func stateKeys(exts []pageExtension, id string) map[string]bool {
 	return keys
 }
 
-// scriptSafe escapes what could end a script element or a JavaScript string
-// early. These characters can only occur inside JSON strings, where the
-// escapes mean the same.
-var scriptSafe = strings.NewReplacer("<", `\u003c`, ">", `\u003e`, "&", `\u0026`, "\u2028", `\u2028`, "\u2029", `\u2029`)
+// scriptSafe escapes JSON for a script element.
+var scriptSafe = assets.ScriptSafe
 
 // jsonBlock returns v as an inert JSON script element.
 func jsonBlock(id string, v any) (string, error) {
@@ -257,13 +264,7 @@ func jsonBlock(id string, v any) (string, error) {
 	return `<script type="application/json" id="` + id + `">` + scriptSafe.Replace(string(raw)) + "</script>\n", nil
 }
 
-func asset(name string) string {
-	b, err := assets.ReadFile("assets/" + name)
-	if err != nil {
-		panic("preview: missing embedded asset " + name)
-	}
-	return string(b)
-}
+func asset(name string) string { return assets.Text(name) }
 
 func writePage(b *pageBundle) ([]byte, error) {
 	var catalog bytes.Buffer
@@ -287,6 +288,7 @@ func writePage(b *pageBundle) ([]byte, error) {
 	out.WriteString(`<script type="application/json" id="ph-catalog">` + scriptSafe.Replace(catalog.String()) + "</script>\n")
 	out.WriteString(bundle)
 	out.WriteString("<script>\n" + asset("core.js") + "</script>\n")
+	out.WriteString("<script>\n" + asset("fixtures.js") + "</script>\n")
 	out.WriteString("<script>\n" + asset("runtime.js") + "</script>\n")
 	out.WriteString("</body>\n</html>\n")
 	return []byte(out.String()), nil

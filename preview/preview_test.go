@@ -148,7 +148,7 @@ func TestRenderEscapesJSON(t *testing.T) {
 
 // renderAtLimits renders the validator's config at every limit and checks
 // that the page stays under 300 KiB plus the config.
-func renderAtLimits(t *testing.T) []byte {
+func renderAtLimits(t testing.TB) []byte {
 	t.Helper()
 	config, err := os.ReadFile("../validator/testdata/configs/valid/at-limits.json")
 	if err != nil {

@@ -43,3 +43,13 @@ var screenSizes = map[string][2]int{
 	"medium":   {700, 960},
 	"expanded": {1180, 820},
 }
+
+// Themes returns the host's baseline colour schemes by mode ("light",
+// "dark") and colour role, as the runtime's pages embed them. Callers must
+// not change the maps.
+func Themes() map[string]map[string]string { return baseline }
+
+// ScreenSizes returns the screen sizes the runtime's pages offer (compact,
+// medium, expanded) as logical width and height. Callers must not change the
+// map.
+func ScreenSizes() map[string][2]int { return screenSizes }

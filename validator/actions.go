@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"pluginhost/binding"
+	"pluginhost/jsonschema"
 	"pluginhost/uicatalog"
 )
 
@@ -12,7 +13,7 @@ import (
 func (u *ui) action(path string, v any, sc scope, flows int) {
 	m, ok := v.(*object)
 	if !ok {
-		u.errorf(path, CodeType, "an action is an object {type, ...}, not %s", typeName(v))
+		u.errorf(path, CodeType, "an action is an object {type, ...}, not %s", jsonschema.TypeName(v))
 		return
 	}
 	tv, ok := m.get("type")

@@ -3,6 +3,7 @@ package validator
 import (
 	"strings"
 
+	"pluginhost/jsonschema"
 	"pluginhost/models"
 	"pluginhost/uicatalog"
 )
@@ -13,6 +14,22 @@ const CodeMinHostVersion = "min_host_version"
 
 // CodeConfigPath: an extension's config is not at ui/<extension>.json.
 const CodeConfigPath = "config_path"
+
+// Codes of capabilities that run.
+const (
+	// CodeInvalidModule: a capability's module is not a WebAssembly module
+	// the host can run (a WASI preview 1 command exporting _start).
+	CodeInvalidModule = "invalid_module"
+	// CodeScheduleKind: schedule_seconds on a capability that is not a
+	// background.
+	CodeScheduleKind = "schedule_kind"
+)
+
+// Bounds of schedule_seconds (contract: "30 to 86400").
+const (
+	MinScheduleSeconds = 30
+	MaxScheduleSeconds = 86400
+)
 
 // Capability kinds and extension points of the contract.
 var (
@@ -31,7 +48,7 @@ func (c *checker) capabilities(v any, minHost string) {
 	ids := map[string]bool{}
 	for i, e := range a {
 		p := c.ptr("/capabilities", i)
-		m := c.object(p, e, "id", "kind", "description", "input_schema", "output_schema")
+		m := c.object(p, e, "id", "kind", "description", "input_schema", "output_schema", "module", "schedule_seconds")
 		if m == nil {
 			continue
 		}
@@ -56,12 +73,23 @@ func (c *checker) capabilities(v any, minHost string) {
 		if dv, ok := m.get("description"); ok {
 			c.str(c.ptr(p, "description"), dv)
 		}
+		if mv, ok := m.get("module"); ok {
+			if s, ok := c.str(c.ptr(p, "module"), mv); ok {
+				c.modulePath(c.ptr(p, "module"), s)
+			}
+		}
+		if sv, ok := m.get("schedule_seconds"); ok {
+			c.integer(c.ptr(p, "schedule_seconds"), sv, MinScheduleSeconds, MaxScheduleSeconds)
+			if k, _ := m.val("kind").(string); k != models.KindBackground {
+				c.errorf(c.ptr(p, "schedule_seconds"), CodeScheduleKind, "schedule_seconds is only for a background capability; this one is of kind %v", m.val("kind"))
+			}
+		}
 		for _, k := range []string{"input_schema", "output_schema"} {
 			sv, ok := m.get(k)
 			if !ok {
 				continue
 			}
-			c.checkSchema(c.ptr(p, k), sv, "object")
+			c.checkSchema(c.ptr(p, k), sv, jsonschema.ObjectRoot)
 			if !versionReported && !versionAtLeast(minHost, uicatalog.MinHostVersion) {
 				versionReported = true
 				have := minHost
@@ -71,6 +99,25 @@ func (c *checker) capabilities(v any, minHost string) {
 				c.errorf(c.ptr(p, k), CodeMinHostVersion, "this uses %s, a feature of host %s: set min_host_version to %s or later (it is %s)", uicatalog.FeatureCapabilitySchemas, uicatalog.MinHostVersion, uicatalog.MinHostVersion, have)
 			}
 		}
+	}
+}
+
+// modulePath checks the path of a capability's module: a clean relative
+// .wasm path of the package, by convention capabilities/NAME.wasm.
+func (c *checker) modulePath(path, s string) {
+	clean := s != ""
+	for _, seg := range strings.Split(s, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			clean = false
+		}
+	}
+	switch {
+	case !clean || strings.ContainsAny(s, "\\:"):
+		c.errorf(path, CodeFormat, "%q is not a clean relative path: no empty, . or .. segments, backslashes or colons", s)
+	case !strings.HasSuffix(s, ".wasm"):
+		c.errorf(path, CodeFormat, "%q: a capability module is a .wasm file, such as capabilities/NAME.wasm", s)
+	case strings.HasPrefix(s, "ui/") || strings.HasPrefix(s, "META-INF/"):
+		c.errorf(path, CodeFormat, "%q: a capability module lives outside ui/ and META-INF/, such as capabilities/NAME.wasm", s)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -78,6 +79,23 @@ func (o *object) len() int {
 		return 0
 	}
 	return len(o.members)
+}
+
+// Len, Get and All make an object jsonschema.Members.
+func (o *object) Len() int { return o.len() }
+
+// Get returns the member named k.
+func (o *object) Get(k string) (any, bool) { return o.get(k) }
+
+// All yields the members in document order.
+func (o *object) All() iter.Seq2[string, any] {
+	return func(yield func(string, any) bool) {
+		for _, mb := range o.list() {
+			if !yield(mb.key, mb.val) {
+				return
+			}
+		}
+	}
 }
 
 // plain converts a decoded value to the form encoding/json gives

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"pluginhost/models"
 )
@@ -41,11 +40,7 @@ func FuzzCheckUIConfig(f *testing.F) {
 			data = data[:maxFuzzInput]
 		}
 		for _, man := range []*models.Manifest{m, nil} {
-			start := time.Now()
 			r := CheckUIConfig(data, man, "")
-			if d := time.Since(start); d > 2*time.Second {
-				t.Fatalf("a check of %d bytes took %v", len(data), d)
-			}
 			checkReport(t, r, len(data))
 			q := newUI(man, "")
 			q.quiet = true

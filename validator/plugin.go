@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"pluginhost/models"
+	"pluginhost/sandbox"
 )
 
 // Problem codes of plugin folders.
@@ -69,6 +70,27 @@ func CheckPlugin(files map[string][]byte) (*models.Manifest, *Report) {
 		}
 		referenced[file] = true
 		configs = append(configs, config{e, file})
+	}
+	// Each module a capability names: a file of the plugin the host can run.
+	checked := map[string]error{}
+	for i, cp := range use.Capabilities {
+		if cp.Module == "" {
+			continue
+		}
+		at := ptr("/capabilities", i, "module")
+		wasm, ok := files[cp.Module]
+		if !ok {
+			extra.errorf(at, CodeMissingFile, "capability %q runs %s, which is not in the plugin folder", cp.ID, cp.Module)
+			continue
+		}
+		err, done := checked[cp.Module]
+		if !done {
+			err = sandbox.Check(wasm)
+			checked[cp.Module] = err
+		}
+		if err != nil {
+			extra.errorf(at, CodeInvalidModule, "capability %q runs %s: %v", cp.ID, cp.Module, err)
+		}
 	}
 	if len(extra.errs) > 0 {
 		mr.Errors = append(mr.Errors, extra.errs...)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"pluginhost/binding"
+	"pluginhost/jsonschema"
 	"pluginhost/models"
 	"pluginhost/uicatalog"
 )
@@ -15,7 +16,7 @@ type scope struct {
 	// inItem: inside the template of a repeated node (or an item-scoped
 	// action), where item is readable; item is its schema when known.
 	inItem bool
-	item   *Schema
+	item   *jsonschema.Schema
 	// bg is the nearest enclosing background colour literal (normalized) and
 	// bgPath where it is set; empty when unknown.
 	bg, bgPath string
@@ -56,12 +57,12 @@ func (u *ui) value(path string, p *uicatalog.Prop, v any, sc scope) {
 			return
 		}
 		if p.MaxLength > 0 && runeCount(s) > p.MaxLength {
-			u.errorf(path, CodeRange, "%s has %d characters; at most %d are allowed", subject(path), runeCount(s), p.MaxLength)
+			u.errorf(path, CodeRange, "%s has %d characters; at most %d are allowed", jsonschema.Subject(path), runeCount(s), p.MaxLength)
 		}
 		u.text(path, s, p.Bindable, sc)
 	case uicatalog.Number, uicatalog.Integer:
 		if s, ok := v.(string); ok && p.Bindable {
-			u.boundValue(path, s, tNumber|tInteger, "a number", sc)
+			u.boundValue(path, s, jsonschema.Number|jsonschema.Integer, "a number", sc)
 			return
 		}
 		if p.Type == uicatalog.Integer {
@@ -71,13 +72,13 @@ func (u *ui) value(path string, p *uicatalog.Prop, v any, sc scope) {
 		}
 	case uicatalog.Boolean:
 		if s, ok := v.(string); ok && p.Bindable {
-			u.boundValue(path, s, tBoolean, "true or false", sc)
+			u.boundValue(path, s, jsonschema.Boolean, "true or false", sc)
 			return
 		}
 		u.boolean(path, v)
 	case uicatalog.Enum:
 		if s, ok := v.(string); ok && p.Bindable && binding.MayBind(s) {
-			u.boundValue(path, s, tString, "one of "+strings.Join(p.Values, ", "), sc)
+			u.boundValue(path, s, jsonschema.String, "one of "+strings.Join(p.Values, ", "), sc)
 			return
 		}
 		u.enum(path, v, p.Values...)
@@ -89,7 +90,7 @@ func (u *ui) value(path string, p *uicatalog.Prop, v any, sc scope) {
 			return
 		}
 		if p.Bindable && binding.MayBind(s) {
-			u.boundValue(path, s, tString, "an icon name", sc)
+			u.boundValue(path, s, jsonschema.String, "an icon name", sc)
 			return
 		}
 		if !isIconName(s) {
@@ -114,7 +115,7 @@ func (u *ui) value(path string, p *uicatalog.Prop, v any, sc scope) {
 			return
 		}
 		if len(a) > p.MaxItems {
-			u.errorf(path, CodeCount, "%s has %d entries; at most %d are allowed", subject(path), len(a), p.MaxItems)
+			u.errorf(path, CodeCount, "%s has %d entries; at most %d are allowed", jsonschema.Subject(path), len(a), p.MaxItems)
 		}
 		for i, e := range a {
 			if s, ok := u.str(u.pidx(path, i), e); ok {
@@ -130,13 +131,13 @@ func (u *ui) value(path string, p *uicatalog.Prop, v any, sc scope) {
 	case uicatalog.Value:
 		switch x := v.(type) {
 		case *object, []any:
-			u.errorf(path, CodeType, "%s must be a string, number, boolean or null, not %s", subject(path), typeName(v))
+			u.errorf(path, CodeType, "%s must be a string, number, boolean or null, not %s", jsonschema.Subject(path), jsonschema.TypeName(v))
 		case string:
 			u.text(path, x, p.Bindable, sc)
 		}
 	case uicatalog.JSONValue, uicatalog.Object:
 		if _, ok := v.(*object); !ok && p.Type == uicatalog.Object {
-			u.errorf(path, CodeType, "%s must be an object, not %s", subject(path), typeName(v))
+			u.errorf(path, CodeType, "%s must be an object, not %s", jsonschema.Subject(path), jsonschema.TypeName(v))
 			return
 		}
 		u.jsonLimits(path, v, 0)
@@ -153,10 +154,10 @@ func (u *ui) value(path string, p *uicatalog.Prop, v any, sc scope) {
 			}
 		case json.Number:
 		default:
-			u.errorf(path, CodeType, "%s must be a version string or number, not %s", subject(path), typeName(v))
+			u.errorf(path, CodeType, "%s must be a version string or number, not %s", jsonschema.Subject(path), jsonschema.TypeName(v))
 		}
 	case uicatalog.Schema:
-		u.checkSchema(path, v, "")
+		u.checkSchema(path, v, jsonschema.AnyRoot)
 	case uicatalog.Binding:
 		u.bindingProp(path, p, v, sc)
 	}
@@ -177,20 +178,20 @@ func (u *ui) text(path, s string, bindable bool, sc scope) {
 
 // boundValue checks a string given where a non-string value is expected: it
 // must be a whole binding of a compatible type.
-func (u *ui) boundValue(path, s string, want typeMask, what string, sc scope) {
+func (u *ui) boundValue(path, s string, want jsonschema.Types, what string, sc scope) {
 	t, vt := u.template(path, s, sc)
 	if t == nil {
 		if !binding.MayBind(s) {
-			u.errorf(path, CodeType, "%s must be %s or a whole binding such as {{state.key}}, not the string %q", subject(path), what, s)
+			u.errorf(path, CodeType, "%s must be %s or a whole binding such as {{state.key}}, not the string %q", jsonschema.Subject(path), what, s)
 		}
 		return
 	}
 	if !t.Whole() {
-		u.errorf(path, CodeWholeBinding, "%s must be %s or exactly one binding with nothing around it; %q is a text template", subject(path), what, s)
+		u.errorf(path, CodeWholeBinding, "%s must be %s or exactly one binding with nothing around it; %q is a text template", jsonschema.Subject(path), what, s)
 		return
 	}
-	if !want.accepts(vt.mask) {
-		u.errorf(path, CodeBindingType, "%s must be %s; %s reads %s", subject(path), what, t.Parts[0].Path, vt.mask)
+	if !want.Accepts(vt.mask) {
+		u.errorf(path, CodeBindingType, "%s must be %s; %s reads %s", jsonschema.Subject(path), what, t.Parts[0].Path, vt.mask)
 	}
 }
 
@@ -222,11 +223,11 @@ func (u *ui) bindingProp(path string, p *uicatalog.Prop, v any, sc scope) (vtype
 			u.errorf(path, CodeBindingSource, "%s reads %s; it must read from %s", p.Name, bp, strings.Join(p.Roots, " or "))
 		}
 	}
-	want := tString
+	want := jsonschema.String
 	if p.Expect == "array" {
-		want = tArray
+		want = jsonschema.Array
 	}
-	if !want.accepts(vt.mask) {
+	if !want.Accepts(vt.mask) {
 		u.errorf(path, CodeBindingType, "%s must read %s; %s is %s", p.Name, p.Expect, bp, vt.mask)
 	}
 	if isURL {
@@ -322,7 +323,7 @@ func (u *ui) inset(path string, v any) {
 			u.errorf(path, CodeInsetForm, "an inset object uses either sides {top, right, bottom, left} or axes {horizontal, vertical}, not both")
 		}
 	default:
-		u.errorf(path, CodeType, "an inset is a number (all sides) or an object {top, right, bottom, left} or {horizontal, vertical}, not %s", typeName(v))
+		u.errorf(path, CodeType, "an inset is a number (all sides) or an object {top, right, bottom, left} or {horizontal, vertical}, not %s", jsonschema.TypeName(v))
 	}
 }
 
@@ -346,7 +347,7 @@ func (u *ui) fontWeight(path string, v any) {
 		}
 		u.errorf(path, CodeEnum, "font weight %q is not a weight name; allowed: %s, or 100 to 900", x, strings.Join(names, ", "))
 	default:
-		u.errorf(path, CodeType, "a font weight is a number (100 to 900) or a name, not %s", typeName(v))
+		u.errorf(path, CodeType, "a font weight is a number (100 to 900) or a name, not %s", jsonschema.TypeName(v))
 	}
 }
 
@@ -357,7 +358,7 @@ func (u *ui) options(path string, p *uicatalog.Prop, v any, sc scope) {
 		return
 	}
 	if len(a) > p.MaxItems {
-		u.errorf(path, CodeCount, "%s has %d options; at most %d are allowed", subject(path), len(a), p.MaxItems)
+		u.errorf(path, CodeCount, "%s has %d options; at most %d are allowed", jsonschema.Subject(path), len(a), p.MaxItems)
 	}
 	seen := map[string]int{}
 	for i, e := range a {
@@ -370,12 +371,12 @@ func (u *ui) options(path string, p *uicatalog.Prop, v any, sc scope) {
 		switch {
 		case !ok:
 			u.errorf(u.pkey(op, "value"), CodeRequired, "an option needs a value: a string, number or boolean")
-		case typeOfValue(val)&(tString|tNumber|tInteger|tBoolean) == 0:
-			u.errorf(u.pkey(op, "value"), CodeType, "an option value is a string, number or boolean, not %s", typeName(val))
+		case jsonschema.TypeOf(val)&(jsonschema.String|jsonschema.Number|jsonschema.Integer|jsonschema.Boolean) == 0:
+			u.errorf(u.pkey(op, "value"), CodeType, "an option value is a string, number or boolean, not %s", jsonschema.TypeName(val))
 		default:
 			k := scalarKey(val)
 			if j, dup := seen[k]; dup {
-				u.errorf(u.pkey(op, "value"), CodeDuplicate, "value %s is already the value of option %d", jsonText(val), j)
+				u.errorf(u.pkey(op, "value"), CodeDuplicate, "value %s is already the value of option %d", jsonschema.Text(val), j)
 			}
 			seen[k] = i
 			if s, ok := val.(string); ok {

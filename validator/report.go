@@ -84,6 +84,15 @@ func (c *checker) errorf(path, code, format string, args ...any) {
 	c.errs = append(c.errs, models.Problem{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
 }
 
+// problem records an error found by package jsonschema.
+func (c *checker) problem(path, code, msg string) {
+	if c.quiet {
+		c.found = true
+		return
+	}
+	c.errs = append(c.errs, models.Problem{Path: path, Code: code, Message: msg})
+}
+
 func (c *checker) warnf(path, code, format string, args ...any) {
 	if c.quiet {
 		c.found = true

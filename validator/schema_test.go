@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"pluginhost/jsonschema"
 )
 
 // withCapability is a valid manifest whose one capability has the schemas.
@@ -168,13 +170,13 @@ func TestExtensionConfigPath(t *testing.T) {
 
 func TestBuiltInStorageSchemas(t *testing.T) {
 	for id, c := range storageTools {
-		if c.input == nil || c.output == nil || c.input.Types != tObject {
+		if c.input == nil || c.output == nil || c.input.Types != jsonschema.Object {
 			t.Errorf("%s: schemas missing", id)
 		}
 	}
 	list := storageTools["host.storage.list"].output
 	item := list.Props["items"].Items
-	if item == nil || item.Props["value"] == nil || item.Props["revision"].Types != tInteger {
+	if item == nil || item.Props["value"] == nil || item.Props["revision"].Types != jsonschema.Integer {
 		t.Fatal("host.storage.list output does not describe items[].value and revision")
 	}
 	if got := storageTools["host.storage.update"].input.Required; strings.Join(got, ",") != "key,value,revision" {
@@ -214,8 +216,8 @@ func TestFormats(t *testing.T) {
 		{"ipv6", "2001:db8::1", true}, {"ipv6", "192.0.2.1", false}, {"ipv6", "fe80::1%eth0", false},
 	}
 	for _, tt := range tests {
-		if got := formatOK(tt.format, tt.value); got != tt.ok {
-			t.Errorf("formatOK(%s, %q) = %v, want %v", tt.format, tt.value, got, tt.ok)
+		if got := jsonschema.FormatOK(tt.format, tt.value); got != tt.ok {
+			t.Errorf("jsonschema.FormatOK(%s, %q) = %v, want %v", tt.format, tt.value, got, tt.ok)
 		}
 	}
 }

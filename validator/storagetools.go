@@ -3,6 +3,7 @@ package validator
 import (
 	"fmt"
 
+	"pluginhost/jsonschema"
 	"pluginhost/models"
 )
 
@@ -52,8 +53,8 @@ var storageToolSchemas = map[string][2]string{
 // when absent or outside the subset).
 type capInfo struct {
 	id     string
-	input  *Schema
-	output *Schema
+	input  *jsonschema.Schema
+	output *jsonschema.Schema
 }
 
 // storageTools are the parsed schemas of the standard storage tools.
@@ -61,7 +62,7 @@ var storageTools = func() map[string]*capInfo {
 	out := map[string]*capInfo{}
 	for _, id := range models.StorageTools {
 		s := storageToolSchemas[id]
-		in, outS := parseSchema([]byte(s[0]), "object"), parseSchema([]byte(s[1]), "object")
+		in, outS := parseSchema([]byte(s[0])), parseSchema([]byte(s[1]))
 		if in == nil || outS == nil {
 			panic(fmt.Sprintf("validator: the built-in schema of %s is not in the safe subset", id))
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"pluginhost/jsonschema"
 	"pluginhost/uicatalog"
 )
 
@@ -307,7 +308,7 @@ func (u *ui) constraints(pp string, nt *uicatalog.NodeType, info *nodeInfo, pres
 			lo, ok1 := numberOf(pm.val(k.Props[0]))
 			hi, ok2 := numberOf(pm.val(k.Props[1]))
 			if ok1 && ok2 && lo > hi {
-				u.errorf(u.pkey(pp, k.Props[0]), k.Code, "%s %s is above %s %s", k.Props[0], fmtNum(lo), k.Props[1], fmtNum(hi))
+				u.errorf(u.pkey(pp, k.Props[0]), k.Code, "%s %s is above %s %s", k.Props[0], jsonschema.FormatNumber(lo), k.Props[1], jsonschema.FormatNumber(hi))
 			}
 		}
 	}
@@ -323,11 +324,11 @@ func (u *ui) writes(pp string, nt *uicatalog.NodeType, pm *object) {
 	at := u.pkey(pp, "state_key")
 	switch nt.Type {
 	case "switch":
-		u.stateType(at, key, tBoolean, "this switch")
+		u.stateType(at, key, jsonschema.Boolean, "this switch")
 	case "field":
-		w := tString
+		w := jsonschema.String
 		if k, _ := pm.val("keyboard").(string); k == "number" {
-			w = tNumber | tInteger
+			w = jsonschema.Number | jsonschema.Integer
 		}
 		u.stateType(at, key, w, "this field")
 	case "select":
@@ -335,13 +336,13 @@ func (u *ui) writes(pp string, nt *uicatalog.NodeType, pm *object) {
 		if !ok {
 			return
 		}
-		var w typeMask
+		var w jsonschema.Types
 		for _, o := range opts {
 			if om, ok := o.(*object); ok {
-				w |= typeOfValue(om.val("value"))
+				w |= jsonschema.TypeOf(om.val("value"))
 			}
 		}
-		if w != tAny {
+		if w != jsonschema.Any {
 			u.stateType(at, key, w, "this select")
 		}
 	}
@@ -359,7 +360,7 @@ func (u *ui) contrast(fgPath, fg, bgPath, bg, what string) {
 	fc, _ := uicatalog.ParseColor(fg)
 	bc, _ := uicatalog.ParseColor(bg)
 	if r, ok := uicatalog.ContrastRatio(fc, bc); ok && r < uicatalog.MinContrast {
-		u.warnf(fgPath, CodeLowContrast, "the %s %s on %s (at %s) has a contrast of %s:1; at least %s:1 is needed for text (WCAG 2)", what, displayColor(fg), displayColor(bg), bgPath, ratioText(r), fmtNum(uicatalog.MinContrast))
+		u.warnf(fgPath, CodeLowContrast, "the %s %s on %s (at %s) has a contrast of %s:1; at least %s:1 is needed for text (WCAG 2)", what, displayColor(fg), displayColor(bg), bgPath, ratioText(r), jsonschema.FormatNumber(uicatalog.MinContrast))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"pluginhost/binding"
+	"pluginhost/jsonschema"
 	"pluginhost/models"
 	"pluginhost/uicatalog"
 )
@@ -35,12 +36,12 @@ const (
 	CodeUndeclaredRoute    = "undeclared_route_parameter"
 	CodeRouteUnchecked     = "route_unchecked"
 	CodeSchemaPath         = "schema_path"
-	CodeSchemaRequired     = "schema_required"
-	CodeSchemaType         = "schema_type"
-	CodeSchemaEnum         = "schema_enum"
-	CodeSchemaRange        = "schema_range"
-	CodeSchemaFormat       = "schema_format"
-	CodeSchemaUnknownField = "schema_unknown_field"
+	CodeSchemaRequired     = jsonschema.CodeRequired
+	CodeSchemaType         = jsonschema.CodeType
+	CodeSchemaEnum         = jsonschema.CodeEnum
+	CodeSchemaRange        = jsonschema.CodeRange
+	CodeSchemaFormat       = jsonschema.CodeFormat
+	CodeSchemaUnknownField = jsonschema.CodeUnknownField
 	CodeConditionDepth     = binding.CodeConditionDepth
 	CodeTooManyConditions  = "too_many_conditions"
 	CodeFlowDepth          = "flow_depth"
@@ -164,7 +165,7 @@ type sourceInfo struct {
 	index int
 	cap   string
 	// output is the capability's output schema (nil when unknown).
-	output *Schema
+	output *jsonschema.Schema
 	used   bool
 }
 
@@ -184,7 +185,7 @@ func newUI(m *models.Manifest, extensionID string) *ui {
 			if _, isTool := storageTools[c.ID]; isTool {
 				continue
 			}
-			u.caps[c.ID] = &capInfo{id: c.ID, input: parseSchema(c.InputSchema, "object"), output: parseSchema(c.OutputSchema, "object")}
+			u.caps[c.ID] = &capInfo{id: c.ID, input: parseSchema(c.InputSchema), output: parseSchema(c.OutputSchema)}
 		}
 	}
 	return u
@@ -229,7 +230,7 @@ func (u *ui) config(root any) {
 		switch p.Name {
 		case "ui_schema":
 			if n, ok := v.(json.Number); !ok {
-				u.errorf(path, CodeType, "ui_schema is the number 2, not %s", typeName(v))
+				u.errorf(path, CodeType, "ui_schema is the number 2, not %s", jsonschema.TypeName(v))
 			} else if f, err := n.Float64(); err != nil || f != 2 {
 				u.errorf(path, CodeEnum, "ui_schema is %s; UI Runtime v2 configs have ui_schema 2", n)
 			}
@@ -265,7 +266,7 @@ func (u *ui) config(root any) {
 func (u *ui) objectOf(path string, v any, props []uicatalog.Prop) *object {
 	m, ok := v.(*object)
 	if !ok {
-		u.errorf(path, CodeType, "%s must be an object, not %s", subject(path), typeName(v))
+		u.errorf(path, CodeType, "%s must be an object, not %s", jsonschema.Subject(path), jsonschema.TypeName(v))
 		return nil
 	}
 	for _, mb := range m.list() {
@@ -406,7 +407,7 @@ func (u *ui) firstUses() []featureUse {
 func (u *ui) initialState(path string, v any) {
 	m, ok := v.(*object)
 	if !ok {
-		u.errorf(path, CodeType, "initial_state is an object of state keys to initial values, not %s", typeName(v))
+		u.errorf(path, CodeType, "initial_state is an object of state keys to initial values, not %s", jsonschema.TypeName(v))
 		return
 	}
 	if m.len() > uicatalog.MaxStateKeys {
@@ -505,12 +506,12 @@ func (u *ui) stateRef(path string, v any) (string, bool) {
 
 // stateType warns when a key is written with a type other than its initial
 // value's.
-func (u *ui) stateType(path, key string, writes typeMask, what string) {
+func (u *ui) stateType(path, key string, writes jsonschema.Types, what string) {
 	init, ok := u.state[key]
-	if !ok || init == nil || writes == tAny {
+	if !ok || init == nil || writes == jsonschema.Any {
 		return
 	}
-	if t := typeOfValue(init); !writes.accepts(t) {
+	if t := jsonschema.TypeOf(init); !writes.Accepts(t) {
 		u.warnf(path, CodeStateType, "%s writes %s to state key %q, whose initial value is %s", what, writes, key, t)
 	}
 }
@@ -541,9 +542,9 @@ func (u *ui) items(path string, v any, lo, hi int, what string, props []uicatalo
 	}
 	if len(a) < lo || len(a) > hi {
 		if lo > 0 {
-			u.errorf(path, CodeCount, "%s has %d %s; %d to %d are allowed", subject(path), len(a), what, lo, hi)
+			u.errorf(path, CodeCount, "%s has %d %s; %d to %d are allowed", jsonschema.Subject(path), len(a), what, lo, hi)
 		} else {
-			u.errorf(path, CodeCount, "%s has %d %s; at most %d are allowed", subject(path), len(a), what, hi)
+			u.errorf(path, CodeCount, "%s has %d %s; at most %d are allowed", jsonschema.Subject(path), len(a), what, hi)
 		}
 	}
 	out := make([]*object, len(a))
@@ -602,10 +603,10 @@ func (u *ui) navigation(path string, v any) {
 		if !keyOK {
 			continue
 		}
-		u.stateType(u.pkey(ip, "value"), key, typeOfValue(val), "this navigation item")
+		u.stateType(u.pkey(ip, "value"), key, jsonschema.TypeOf(val), "this navigation item")
 		vt := scalarKey(val)
 		if j, dup := values[vt]; dup {
-			u.errorf(u.pkey(ip, "value"), CodeDuplicate, "value %s is already the value of item %d; each item selects a different value", jsonText(val), j)
+			u.errorf(u.pkey(ip, "value"), CodeDuplicate, "value %s is already the value of item %d; each item selects a different value", jsonschema.Text(val), j)
 		} else {
 			values[vt] = i
 		}
@@ -613,7 +614,7 @@ func (u *ui) navigation(path string, v any) {
 }
 
 // scalarKey is the canonical text of a JSON value, for duplicate detection.
-func scalarKey(v any) string { return typeOfValue(v).String() + ":" + binding.Text(plain(v)) }
+func scalarKey(v any) string { return jsonschema.TypeOf(v).String() + ":" + binding.Text(plain(v)) }
 
 // dataSources checks data_sources.
 func (u *ui) dataSources(path string, v any) {
@@ -699,7 +700,7 @@ func (u *ui) capability(path string, v any) (string, *capInfo) {
 // against the capability's input schema.
 func (u *ui) arguments(p string, m *object, capID string, sc scope) {
 	ci := u.caps[capID]
-	var in *Schema
+	var in *jsonschema.Schema
 	if ci != nil {
 		in = ci.input
 	}
@@ -714,7 +715,7 @@ func (u *ui) arguments(p string, m *object, capID string, sc scope) {
 		return
 	}
 	if _, ok := av.(*object); !ok {
-		u.errorf(ap, CodeType, "arguments is an object, not %s", typeName(av))
+		u.errorf(ap, CodeType, "arguments is an object, not %s", jsonschema.TypeName(av))
 		return
 	}
 	u.jsonLimits(ap, av, 0)

@@ -2,9 +2,10 @@ package validator
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"strings"
+
+	"pluginhost/jsonschema"
 )
 
 // Problem codes shared by every document.
@@ -19,31 +20,12 @@ const (
 	CodeDuplicate    = "duplicate"
 )
 
-// typeName names the JSON type of a decoded value for messages.
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case *object:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
 // object checks that v is an object whose members are all in allowed; unknown
 // members are reported. It returns the object, or nil when v is not one.
 func (c *checker) object(path string, v any, allowed ...string) *object {
 	m, ok := v.(*object)
 	if !ok {
-		c.errorf(path, CodeType, "%s must be an object, not %s", subject(path), typeName(v))
+		c.errorf(path, CodeType, "%s must be an object, not %s", jsonschema.Subject(path), jsonschema.TypeName(v))
 		return nil
 	}
 	if len(allowed) > 0 {
@@ -62,7 +44,7 @@ func (c *checker) object(path string, v any, allowed ...string) *object {
 func (c *checker) array(path string, v any) ([]any, bool) {
 	a, ok := v.([]any)
 	if !ok {
-		c.errorf(path, CodeType, "%s must be an array, not %s", subject(path), typeName(v))
+		c.errorf(path, CodeType, "%s must be an array, not %s", jsonschema.Subject(path), jsonschema.TypeName(v))
 	}
 	return a, ok
 }
@@ -71,7 +53,7 @@ func (c *checker) array(path string, v any) ([]any, bool) {
 func (c *checker) str(path string, v any) (string, bool) {
 	s, ok := v.(string)
 	if !ok {
-		c.errorf(path, CodeType, "%s must be a string, not %s", subject(path), typeName(v))
+		c.errorf(path, CodeType, "%s must be a string, not %s", jsonschema.Subject(path), jsonschema.TypeName(v))
 	}
 	return s, ok
 }
@@ -80,7 +62,7 @@ func (c *checker) str(path string, v any) (string, bool) {
 func (c *checker) boolean(path string, v any) (bool, bool) {
 	b, ok := v.(bool)
 	if !ok {
-		c.errorf(path, CodeType, "%s must be a boolean, not %s", subject(path), typeName(v))
+		c.errorf(path, CodeType, "%s must be a boolean, not %s", jsonschema.Subject(path), jsonschema.TypeName(v))
 	}
 	return b, ok
 }
@@ -89,16 +71,16 @@ func (c *checker) boolean(path string, v any) (bool, bool) {
 func (c *checker) number(path string, v any, lo, hi float64) (float64, bool) {
 	n, ok := v.(json.Number)
 	if !ok {
-		c.errorf(path, CodeType, "%s must be a number, not %s", subject(path), typeName(v))
+		c.errorf(path, CodeType, "%s must be a number, not %s", jsonschema.Subject(path), jsonschema.TypeName(v))
 		return 0, false
 	}
 	f, err := n.Float64()
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		c.errorf(path, CodeRange, "%s must be a finite number from %s to %s", subject(path), fmtNum(lo), fmtNum(hi))
+		c.errorf(path, CodeRange, "%s must be a finite number from %s to %s", jsonschema.Subject(path), jsonschema.FormatNumber(lo), jsonschema.FormatNumber(hi))
 		return 0, false
 	}
 	if f < lo || f > hi {
-		c.errorf(path, CodeRange, "%s is %s; allowed range is %s to %s", subject(path), n.String(), fmtNum(lo), fmtNum(hi))
+		c.errorf(path, CodeRange, "%s is %s; allowed range is %s to %s", jsonschema.Subject(path), n.String(), jsonschema.FormatNumber(lo), jsonschema.FormatNumber(hi))
 		return f, false
 	}
 	return f, true
@@ -108,16 +90,16 @@ func (c *checker) number(path string, v any, lo, hi float64) (float64, bool) {
 func (c *checker) integer(path string, v any, lo, hi int64) (int64, bool) {
 	n, ok := v.(json.Number)
 	if !ok {
-		c.errorf(path, CodeType, "%s must be an integer, not %s", subject(path), typeName(v))
+		c.errorf(path, CodeType, "%s must be an integer, not %s", jsonschema.Subject(path), jsonschema.TypeName(v))
 		return 0, false
 	}
 	f, err := n.Float64()
 	if err != nil || f != math.Trunc(f) || math.IsInf(f, 0) {
-		c.errorf(path, CodeType, "%s must be an integer, not %s", subject(path), n.String())
+		c.errorf(path, CodeType, "%s must be an integer, not %s", jsonschema.Subject(path), n.String())
 		return 0, false
 	}
 	if f < float64(lo) || f > float64(hi) {
-		c.errorf(path, CodeRange, "%s is %s; allowed range is %d to %d", subject(path), n.String(), lo, hi)
+		c.errorf(path, CodeRange, "%s is %s; allowed range is %d to %d", jsonschema.Subject(path), n.String(), lo, hi)
 		return int64(f), false
 	}
 	return int64(f), true
@@ -130,17 +112,10 @@ func (c *checker) enum(path string, v any, allowed ...string) (string, bool) {
 		return "", false
 	}
 	if !contains(allowed, s) {
-		c.errorf(path, CodeEnum, "%s is %q; allowed values: %s", subject(path), s, strings.Join(allowed, ", "))
+		c.errorf(path, CodeEnum, "%s is %q; allowed values: %s", jsonschema.Subject(path), s, strings.Join(allowed, ", "))
 		return s, false
 	}
 	return s, true
-}
-
-func fmtNum(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		return fmt.Sprintf("%d", int64(f))
-	}
-	return fmt.Sprintf("%g", f)
 }
 
 func contains(list []string, s string) bool {
@@ -150,18 +125,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// subject names the value at path for a message: its member name, "entry N"
-// for an array entry, "the document" for the root.
-func subject(path string) string {
-	i := strings.LastIndexByte(path, '/')
-	if i < 0 {
-		return "the document"
-	}
-	tok := strings.ReplaceAll(strings.ReplaceAll(path[i+1:], "~1", "/"), "~0", "~")
-	if tok != "" && strings.Trim(tok, "0123456789") == "" {
-		return "entry " + tok
-	}
-	return tok
 }

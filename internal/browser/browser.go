@@ -2,6 +2,11 @@
 // DevTools Protocol for the project's browser tests: one browser for a test
 // binary, a fresh browser context (its own storage) per page, real mouse and
 // keyboard input, script evaluation and screenshots.
+//
+// The browser has no outside network: every request to a host other than the
+// loopback interface goes to a proxy of the test's own that refuses it and
+// records it (Outside), and host names other than localhost do not resolve.
+// A page that works in these tests works on a machine without internet.
 package browser
 
 import (
@@ -25,14 +30,16 @@ import (
 
 // Browser is a running Chromium and its DevTools connection.
 type Browser struct {
-	cmd  *exec.Cmd
-	dir  string
-	conn *websocket.Conn
+	cmd   *exec.Cmd
+	dir   string
+	conn  *websocket.Conn
+	proxy *refusingProxy
 
 	mu      sync.Mutex
 	next    int64
 	pending map[int64]chan cdpReply
 	errs    map[string][]string // session → uncaught exceptions
+	reqs    map[string][]string // session → URLs requested, once RecordRequests ran
 	done    chan struct{}
 }
 
@@ -68,17 +75,27 @@ func startBrowser(path string) (*Browser, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+	proxy, err := startRefusingProxy()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	// Loopback addresses bypass the proxy (Chromium's implicit rule), so
+	// the test servers on 127.0.0.1 are reached directly.
+	cmd := exec.Command(path, "--proxy-server=http://"+proxy.addr(),
+		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-extensions", "--disable-default-apps", "--mute-audio", "--hide-scrollbars",
 		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--user-data-dir="+dir, "about:blank")
 	if err := cmd.Start(); err != nil {
+		proxy.close()
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	b := &Browser{cmd: cmd, dir: dir, pending: map[int64]chan cdpReply{}, errs: map[string][]string{}, done: make(chan struct{})}
+	b := &Browser{cmd: cmd, dir: dir, pending: map[int64]chan cdpReply{}, errs: map[string][]string{}, reqs: map[string][]string{}, done: make(chan struct{})}
 	// Chromium writes its port and browser path to DevToolsActivePort.
 	var wsURL string
+	b.proxy = proxy
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		f, err := os.Open(filepath.Join(dir, "DevToolsActivePort"))
@@ -145,6 +162,22 @@ func (b *Browser) read() {
 				ch <- msg.cdpReply
 				delete(b.pending, msg.ID)
 			}
+		} else if msg.Method == "Network.requestWillBeSent" || msg.Method == "Network.webSocketCreated" {
+			var p struct {
+				Request struct {
+					Method string `json:"method"`
+					URL    string `json:"url"`
+				} `json:"request"`
+				URL string `json:"url"`
+			}
+			json.Unmarshal(msg.Params, &p)
+			if _, ok := b.reqs[msg.SessionID]; ok {
+				if p.URL != "" {
+					b.reqs[msg.SessionID] = append(b.reqs[msg.SessionID], "WS "+p.URL)
+				} else {
+					b.reqs[msg.SessionID] = append(b.reqs[msg.SessionID], p.Request.Method+" "+p.Request.URL)
+				}
+			}
 		} else if msg.Method == "Runtime.exceptionThrown" {
 			var p struct {
 				Details struct {
@@ -204,8 +237,14 @@ func (b *Browser) close() {
 		b.cmd.Process.Kill()
 		b.cmd.Wait()
 	}
+	b.proxy.close()
 	os.RemoveAll(b.dir)
 }
+
+// Outside returns, in order, the outside destinations the browser tried to
+// reach since it started ("host:port" for https and websockets, the URL for
+// plain http). Every one of them was refused.
+func (b *Browser) Outside() []string { return b.proxy.requests() }
 
 // Page is one tab in a browser context of its own.
 type Page struct {
@@ -254,6 +293,7 @@ func (p *Page) close() {
 	p.b.mu.Lock()
 	errs := p.b.errs[p.session]
 	delete(p.b.errs, p.session)
+	delete(p.b.reqs, p.session)
 	p.b.mu.Unlock()
 	for _, e := range errs {
 		p.t.Errorf("uncaught exception in the page: %s", e)
@@ -380,6 +420,25 @@ func (p *Page) Screenshot(file string) {
 	png, err := base64.StdEncoding.DecodeString(r.Data)
 	p.Must(err)
 	p.Must(os.WriteFile(file, png, 0o644))
+}
+
+// RecordRequests starts recording every request the page sends (as
+// "METHOD URL", websockets as "WS URL"); Requests returns them.
+func (p *Page) RecordRequests() {
+	p.t.Helper()
+	p.b.mu.Lock()
+	if _, ok := p.b.reqs[p.session]; !ok {
+		p.b.reqs[p.session] = []string{}
+	}
+	p.b.mu.Unlock()
+	p.Do("Network.enable", nil)
+}
+
+// Requests returns the requests recorded since RecordRequests.
+func (p *Page) Requests() []string {
+	p.b.mu.Lock()
+	defer p.b.mu.Unlock()
+	return append([]string(nil), p.b.reqs[p.session]...)
 }
 
 // T returns the test of the page.

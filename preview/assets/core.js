@@ -384,21 +384,24 @@
   // ---- Storage keys (mirrors models/keys.go) -----------------------------
 
   var MAX_KEY_LENGTH = 80;
-  var CREDENTIAL_WORDS = {
-    credential: 'credential', credentials: 'credential', creds: 'credential',
-    password: 'password', passwords: 'password', passwd: 'password',
-    passphrase: 'password', passphrases: 'password',
-    secret: 'secret', secrets: 'secret',
-    token: 'token', tokens: 'token'
-  };
-  var CREDENTIAL_PAIRS = {
-    'api key': 'API key', 'api keys': 'API key', 'private key': 'private key', 'private keys': 'private key',
-    'access key': 'API key', 'secret key': 'secret'
-  };
-  var QUALIFIERS = ['access', 'refresh', 'auth', 'bearer', 'id', 'session', 'api', 'client',
-    'private', 'db', 'user', 'admin', 'root', 'app', 'master', 'shared', 'oauth'];
+  // Credential words by family, in the order a joined word's ending is tried.
+  var CREDENTIAL_WORDS = [
+    ['credentials', 'credential'], ['credential', 'credential'], ['creds', 'credential'],
+    ['passwords', 'password'], ['password', 'password'], ['passwd', 'password'],
+    ['passphrases', 'password'], ['passphrase', 'password'],
+    ['secrets', 'secret'], ['secret', 'secret'],
+    ['tokens', 'token'], ['token', 'token']
+  ];
+  // Two-word names that denote a credential, also caught written together.
+  var CREDENTIAL_PAIRS = [
+    ['api', 'key', 'API key'], ['api', 'keys', 'API key'],
+    ['private', 'key', 'private key'], ['private', 'keys', 'private key'],
+    ['access', 'key', 'API key'], ['access', 'keys', 'API key'],
+    ['secret', 'key', 'secret'], ['secret', 'keys', 'secret']
+  ];
 
-  var reLetter = /^\p{L}$/u, reUpper = /^\p{Lu}$/u, reLower = /^\p{Ll}$/u, reControl = /^\p{Cc}$/u;
+  var reLetter = /^\p{L}$/u, reUpper = /^\p{Lu}$/u, reLower = /^\p{Ll}$/u, reControl = /^\p{Cc}$/u,
+    reFormat = /^\p{Cf}$/u, reIgnorable = /\p{Default_Ignorable_Code_Point}/gu;
 
   // lowerRune lower-cases one code point with the simple mapping Go's
   // unicode.ToLower uses (İ becomes i, not i + combining dot).
@@ -408,9 +411,19 @@
     return Array.from(l).length === 1 ? l : ch;
   }
 
+  // foldWord case folds a word: each character's lower case, and ß as ss.
+  function foldWord(rs) {
+    return rs.map(function (r) { var l = lowerRune(r); return l === '\u00df' ? 'ss' : l; }).join('');
+  }
+
+  // normalizeName: NFKC, without default ignorable code points.
+  function normalizeName(s) {
+    return s.normalize('NFKC').replace(reIgnorable, '');
+  }
+
   function splitWords(s) {
     var words = [], cur = [];
-    function flush() { if (cur.length) { words.push(cur.map(lowerRune).join('')); cur = []; } }
+    function flush() { if (cur.length) { words.push(foldWord(cur)); cur = []; } }
     var rs = Array.from(s);
     for (var i = 0; i < rs.length; i++) {
       var r = rs[i];
@@ -426,27 +439,37 @@
     return words;
   }
 
+  function endsWith(w, suffix) {
+    return w.length >= suffix.length && w.slice(w.length - suffix.length) === suffix;
+  }
+
+  // joinedCredential recognises a word that ends in a credential word or pair
+  // written together: "mypassword", "accesstoken", "githubapikey".
   function joinedCredential(w) {
-    for (var i = 0; i < QUALIFIERS.length; i++) {
-      var q = QUALIFIERS[i];
-      if (w.indexOf(q) !== 0 || w.length === q.length) continue;
-      var rest = w.slice(q.length);
-      if (hasOwn.call(CREDENTIAL_WORDS, rest)) return CREDENTIAL_WORDS[rest];
-      if (rest === 'key' || rest === 'keys') {
-        if (q === 'api' || q === 'access') return 'API key';
-        if (q === 'private') return 'private key';
-      }
+    var i;
+    for (i = 0; i < CREDENTIAL_PAIRS.length; i++) {
+      if (endsWith(w, CREDENTIAL_PAIRS[i][0] + CREDENTIAL_PAIRS[i][1])) return CREDENTIAL_PAIRS[i][2];
+    }
+    for (i = 0; i < CREDENTIAL_WORDS.length; i++) {
+      var c = CREDENTIAL_WORDS[i][0];
+      if (w.length > c.length && endsWith(w, c)) return CREDENTIAL_WORDS[i][1];
     }
     return '';
   }
 
-  // credentialFamily names the credential family a key denotes, or ''.
+  // credentialFamily names the credential family a key denotes, or '' (the
+  // rule of models.CredentialFamily: normalise, split into folded words; a
+  // credential word, a pair, or a joined word ending in one).
   function credentialFamily(key) {
-    var words = splitWords(String(key));
+    var words = splitWords(normalizeName(String(key)));
     for (var i = 0; i < words.length; i++) {
-      var w = words[i];
-      if (hasOwn.call(CREDENTIAL_WORDS, w)) return CREDENTIAL_WORDS[w];
-      if (i + 1 < words.length && hasOwn.call(CREDENTIAL_PAIRS, w + ' ' + words[i + 1])) return CREDENTIAL_PAIRS[w + ' ' + words[i + 1]];
+      var w = words[i], j;
+      for (j = 0; j < CREDENTIAL_WORDS.length; j++) if (w === CREDENTIAL_WORDS[j][0]) return CREDENTIAL_WORDS[j][1];
+      if (i + 1 < words.length) {
+        for (j = 0; j < CREDENTIAL_PAIRS.length; j++) {
+          if (w === CREDENTIAL_PAIRS[j][0] && words[i + 1] === CREDENTIAL_PAIRS[j][1]) return CREDENTIAL_PAIRS[j][2];
+        }
+      }
       var f = joinedCredential(w);
       if (f) return f;
     }
@@ -466,7 +489,8 @@
   }
 
   // validateKeyFormat checks the form of a key: 1 to 80 characters, no
-  // control characters.
+  // control characters, no format characters (Cf: bidi controls, zero-width
+  // characters, the soft hyphen).
   function validateKeyFormat(key) {
     if (key === '') return storageError('PLUGIN_STORAGE_INVALID', 'key is empty; a key has 1 to ' + MAX_KEY_LENGTH + ' characters');
     if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(^|[^\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(key)) return storageError('PLUGIN_STORAGE_INVALID', 'key is not valid UTF-8');
@@ -475,6 +499,9 @@
     for (var i = 0; i < rs.length; i++) {
       if (reControl.test(rs[i]) || rs[i] === '\u2028' || rs[i] === '\u2029') {
         return storageError('PLUGIN_STORAGE_INVALID', 'key ' + JSON.stringify(key) + ' has a control character; keys may not contain control characters');
+      }
+      if (reFormat.test(rs[i])) {
+        return storageError('PLUGIN_STORAGE_INVALID', 'key ' + JSON.stringify(key) + ' has an invisible format or bidirectional control character; keys may not contain them');
       }
     }
     return null;

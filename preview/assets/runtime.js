@@ -1,10 +1,30 @@
-// runtime.js: the preview's host. It reads the plugin's configs, the node
-// catalog and the fixtures from the JSON blocks of the page, renders the
-// first screen, and runs actions with the host's rules (core.js holds the
-// rules shared with the Go side). It never evaluates plugin text as code and
-// never inserts it as HTML: every string reaches the page as a text node or an
-// attribute value. Every invoke, navigation, back, state change and
-// validation failure is appended to the event log.
+// runtime.js: the UI Runtime of the host. It reads the node catalog and the
+// page's bundle (themes, screen sizes) from the JSON blocks of the page, asks
+// its host for the plugin and its configs, renders the first screen, and runs
+// actions with the host's rules (core.js holds the rules shared with the Go
+// side). It never evaluates plugin text as code and never inserts it as HTML:
+// every string reaches the page as a text node or an attribute value. Every
+// invoke, navigation, back, state change and validation failure is appended
+// to the event log.
+//
+// Everything that depends on where the page runs goes through one host
+// object, made by window.PluginhostHost(env) (fixtures.js for the preview,
+// live.js for the server's web host):
+//
+//   kind, instance        the host's name; the Instance, for the host cache
+//   load()                -> Promise of {plugin, extensions, start, generation,
+//                            context, route, state, warnings} or {error}
+//   run(capability, arguments, query, generation)
+//                         -> Promise of {result} or {error}; {changed} after a
+//                            storage write
+//   persisted(extension)  -> the values kept for the extension
+//   persist(extension, values) -> Promise of {ok} or {error}
+//   image(url)            -> Promise of {src} or {error}; null: never loads
+//   watch(listener)       listener({type: 'storage'|'package'|'blocked'|
+//                            'unblocked'|'status', ...}) on changes
+//
+// The rules (the host cache, which sources refresh when, stale answers,
+// retry states) are here, once, for every host.
 (function () {
   'use strict';
   var T0 = typeof window.pluginhostStart === 'number' ? window.pluginhostStart : performance.now();
@@ -12,9 +32,14 @@
   var core = window.PluginhostCore;
   var catalog = JSON.parse(document.getElementById('ph-catalog').textContent);
   var bundle = JSON.parse(document.getElementById('ph-bundle').textContent);
-  var fixtures = bundle.fixtures || {};
-  var fctx = fixtures.context || {};
-  var plugin = bundle.plugin;
+  // plugin, fctx and startState come from the host's load.
+  var plugin = { id: '', name: '', version: '', permissions: [], capabilities: [] };
+  var fctx = {};
+  var startState = null;
+  // responseSample: a tool result the host renders in a response extension,
+  // with the verdict of its checks (the preview's fixtures), or null.
+  var responseSample = null;
+  var loadWarnings = [];
 
   // ---- Catalog ------------------------------------------------------------
 
@@ -60,57 +85,41 @@
   }
   function clone(v) { return v === undefined ? undefined : JSON.parse(JSON.stringify(v)); }
 
-  // ---- Persistence (localStorage, namespaced per plugin and extension) ------
+  // ---- Persisted state (kept by the host) ----------------------------------
 
-  function persistKey(extID) { return 'pluginhost-preview:' + plugin.id + ':' + extID + ':state'; }
-  // usesPersist: whether an extension can persist anything at all; the first
-  // use of localStorage is slow, so a screen that never persists skips it.
-  function usesPersist(ext) { return JSON.stringify(ext.config).indexOf('"persist":true') >= 0; }
-  function loadPersisted(extID) {
-    if (extensions[extID] && !usesPersist(extensions[extID])) return {};
-    try {
-      var raw = window.localStorage.getItem(persistKey(extID));
-      return raw ? JSON.parse(raw) : {};
-    } catch (e) {
-      return {};
-    }
-  }
+  function loadPersisted(extID) { return host.persisted(extID) || {}; }
+  // savePersisted asks the host to keep values; it resolves to whether the
+  // host kept them.
   function savePersisted(extID, values) {
-    try {
-      var cur = loadPersisted(extID);
-      Object.keys(values).forEach(function (k) { cur[k] = values[k]; });
-      window.localStorage.setItem(persistKey(extID), JSON.stringify(cur));
+    app.busy++;
+    return Promise.resolve(host.persist(extID, values)).then(function (r) {
+      app.busy--;
+      if (r && r.error) {
+        warn('persist_unavailable', 'persisted state was not kept: ' + r.error.code + (r.error.message ? ' – ' + r.error.message : ''), { error: r.error });
+        return false;
+      }
       return true;
-    } catch (e) {
-      warn('persist_unavailable', 'the page cannot use localStorage here, so persisted state lasts only until reload', {});
-      return false;
-    }
+    });
   }
 
   // ---- App ----------------------------------------------------------------
 
   var extensions = {};
-  bundle.extensions.forEach(function (e) { extensions[e.id] = e; });
   var app = {
-    mode: fctx.theme || 'light',
-    size: fctx.screen || 'compact',
+    mode: 'light',
+    size: 'compact',
     stack: [],
-    store: new core.Store(plugin.storage || null),
-    used: {},
+    generation: 0,
+    epoch: 0,
+    blocked: null,
+    notice: null,
+    live: null,
     lastAction: null,
     pendingFocus: null,
     busy: 0,
     metrics: {}
   };
   var routeSeq = 0;
-
-  // Seed the in-page store from the fixtures.
-  if (fixtures.storage && plugin.storage) {
-    Object.keys(fixtures.storage).forEach(function (ns) {
-      if (ns === '$comment') return;
-      fixtures.storage[ns].forEach(function (it) { app.store.seed(ns, it.key, it.value, it.revision); });
-    });
-  }
 
   function Route(ext, params, resultState, first) {
     this.seq = ++routeSeq;
@@ -126,8 +135,8 @@
     Object.keys(init).forEach(function (k) { self.declared[k] = true; state[k] = clone(init[k]); });
     var persisted = loadPersisted(ext.id);
     Object.keys(persisted).forEach(function (k) { if (self.declared[k]) state[k] = persisted[k]; });
-    if (first && fixtures.state) {
-      Object.keys(fixtures.state).forEach(function (k) { if (k !== '$comment' && self.declared[k]) state[k] = clone(fixtures.state[k]); });
+    if (first && startState) {
+      Object.keys(startState).forEach(function (k) { if (k !== '$comment' && self.declared[k]) state[k] = clone(startState[k]); });
     }
     this.state = state;
     this.sources = {};
@@ -137,12 +146,28 @@
     this.errors = {};
     this.good = {};
     this.loadSeq = {};
+    this.keys = {};
+    this.loadedAt = {};
     this.timers = [];
     this.inputs = [];
     this.touched = {};
     this.shownErrors = {};
     this.validation = [];
     this.ui = { collapsed: {}, select: null, filter: {}, focused: null, nav: 0, drawer: false, overflow: false };
+    // A response extension opened with the fixtures' sample tool result shows
+    // it as the host does when every check passes: as the result of each of
+    // its data sources of that capability, without a new call.
+    this.prefilled = {};
+    var sample = responseSample;
+    if (first && sample && ext.point === 'response' && sample.verdict.renders) {
+      Object.keys(this.sources).forEach(function (id) {
+        if (self.sources[id].capability !== sample.capability) return;
+        var res = core.isObject(sample.result) ? sample.result : {};
+        self.data[id] = { completed: true, summary: res.summary, data: clone(res.data) };
+        self.good[id] = true;
+        self.prefilled[id] = true;
+      });
+    }
     var nav = this.config.navigation;
     if (nav && !nav.selected_state_key && nav.persist) {
       var saved = persisted['$navigation'];
@@ -634,30 +659,63 @@
     return iconGlyph(propOf(node, 'name', scope), propOf(node, 'size', scope), color(propOf(node, 'color', scope)));
   };
 
-  // imageFetch records what the host would fetch through its image proxy;
-  // the preview never loads the URL.
+  // imageFetch records what the host fetches for an image or avatar node and
+  // returns the image when the host has it. Only the host's image function
+  // (the server's image proxy) is ever asked; the page never loads the URL
+  // itself. A host without one (the preview) draws placeholders.
   var imagesSeen = {};
+  var images = new Map();
   function imageFetch(scope, path, url) {
     var perms = permissionsOf();
     var allowed = plugin.permissions.indexOf('network') >= 0 && perms.network;
     var key = scope.route.seq + ' ' + path + ' ' + (scope.hasItem ? scope.itemIndex : '') + ' ' + url;
+    var has = url !== null && url !== undefined && url !== '';
     if (!imagesSeen[key]) {
       imagesSeen[key] = true;
-      if (url === null || url === undefined || url === '') emit('image_fetch', { node: path, url: null, fetched: false, reason: 'no URL yet' });
-      else emit('image_fetch', { node: path, url: url, fetched: false, reason: allowed ? 'the preview never loads images; the host fetches them through its image proxy' : 'network permission not granted' });
+      if (!has) emit('image_fetch', { node: path, url: null, fetched: false, reason: 'no URL yet' });
+      else emit('image_fetch', { node: path, url: url, fetched: !!host.image && allowed, reason: allowed ? (host.image ? 'through the image proxy' : host.imageNote) : 'network permission not granted' });
     }
-    return allowed;
+    if (!has || !allowed || !host.image || typeof url !== 'string') return null;
+    var img = images.get(url);
+    if (!img) {
+      img = { state: 'loading' };
+      images.set(url, img);
+      app.busy++;
+      host.image(url).then(function (r) {
+        app.busy--;
+        if (r.error) { img.state = 'failed'; img.error = r.error; emit('image_refused', { node: path, url: url, error: r.error }); }
+        else { img.state = 'ok'; img.src = r.src; emit('image_loaded', { node: path, url: url }); }
+        render();
+      });
+    }
+    return img;
+  }
+  // imageNote is the text of an image's placeholder: the URL in the preview,
+  // why it shows no image in the host (never the URL: a refused image's URL
+  // and response are not rendered).
+  function imageNote(img, url, allowed) {
+    if (!host.image) return url ? str(url) : 'no image URL';
+    if (!url) return 'no image yet';
+    if (!allowed) return 'Images are off: this Instance has no network permission';
+    if (!img || img.state === 'loading') return 'Loading image…';
+    return 'Image unavailable (' + (img.error.reason || img.error.code) + ')';
   }
   renderers.image = function (node, path, scope) {
     var url = propOf(node, 'url', scope);
-    imageFetch(scope, path, url);
+    var img = imageFetch(scope, path, url);
     var ratio = propOf(node, 'aspect_ratio', scope);
     var r = propOf(node, 'border_radius', scope);
     var s = (ratio ? 'aspect-ratio:' + ratio + ';' : '') + (r !== undefined ? 'border-radius:' + r + 'px;' : '');
     var alt = propOf(node, 'alt', scope);
-    return h('div', { 'class': 'ph-image', role: 'img', 'aria-label': str(alt), title: str(url), 'data-url': str(url), style: s }, [
+    if (img && img.state === 'ok') {
+      return h('img', { 'class': 'ph-image ph-image-loaded', src: img.src, alt: str(alt), 'data-ph-image': 'loaded', style: s + 'object-fit:' + (propOf(node, 'fit', scope) || 'cover') + ';' });
+    }
+    var allowed = plugin.permissions.indexOf('network') >= 0 && permissionsOf().network;
+    var a = { 'class': 'ph-image', role: 'img', 'aria-label': str(alt), style: s, 'data-ph-image': img ? img.state : 'placeholder' };
+    if (!host.image) { a.title = str(url); a['data-url'] = str(url); }
+    return h('div', a, [
       iconGlyph(propOf(node, 'fallback_icon', scope), 20),
-      h('span', { 'class': 'ph-image-url' }, url ? str(url) : 'no image URL')
+      h('span', { 'class': 'ph-image-url' }, imageNote(img, url, allowed))
     ]);
   };
   renderers.avatar = function (node, path, scope) {
@@ -667,12 +725,16 @@
     var icon = propOf(node, 'icon', scope);
     var s = 'width:' + size + 'px;height:' + size + 'px;background:' + color(propOf(node, 'color', scope)) + ';font-size:' + Math.round(size * 0.4) + 'px;';
     var a = { 'class': 'ph-avatar', style: s, title: label };
+    var img = null;
     if ((node.props || {}).url !== undefined) {
-      imageFetch(scope, path, url);
-      a['data-url'] = str(url);
-      if (url) a.title = str(url);
+      img = imageFetch(scope, path, url);
+      if (!host.image) {
+        a['data-url'] = str(url);
+        if (url) a.title = str(url);
+      }
     }
     var initials = label.split(/\s+/).filter(Boolean).map(function (w) { return Array.from(w)[0]; }).join('').slice(0, 2).toUpperCase();
+    if (img && img.state === 'ok') return h('div', a, h('img', { src: img.src, alt: label, 'data-ph-image': 'loaded', style: 'width:100%;height:100%;border-radius:50%;object-fit:cover;' }));
     return h('div', a, icon ? iconGlyph(icon, Math.round(size * 0.6)) : initials);
   };
   renderers.badge = function (node, path, scope) {
@@ -1076,38 +1138,64 @@
 
   // ---- Data ---------------------------------------------------------------
 
-  function sleep(ms) { return new Promise(function (res) { setTimeout(res, ms); }); }
-  function isStorageTool(c) { return c.indexOf('host.storage.') === 0; }
+  function isStorageSource(decl) { return decl.capability === 'host.storage.list' || decl.capability === 'host.storage.get'; }
 
-  // call answers a capability: the in-page store for the storage tools, the
-  // fixtures for everything else. A capability without a fitting fixture is an
-  // error the screen shows, never an empty result.
+  // call runs a capability through the host, at the page's package
+  // generation.
   function call(capability, args, query) {
-    if (isStorageTool(capability)) {
-      if (!plugin.storage) return Promise.resolve({ error: { code: 'PLUGIN_STORAGE_PERMISSION_DENIED', message: 'the plugin does not request the storage permission' } });
-      var r = app.store.invoke(capability, args);
-      return Promise.resolve(clone(r));
+    return host.run(capability, args, query, app.generation).then(function (r) {
+      if (r && r.error && r.error.code === 'PLUGIN_STORAGE_CONFLICT' && r.error.stale_generation) packageChanged(null);
+      return r;
+    });
+  }
+
+  // ---- Host cache -----------------------------------------------------------
+  //
+  // One cache for the page: results keyed by Instance, capability and the
+  // resolved query and arguments, shared by every surface (home, screen,
+  // response) the page shows. Opening a source whose result is cached reuses
+  // it without a call; a load already under way for the same key is shared;
+  // a fresh result (refresh, storage change) reaches every open surface that
+  // shows the same key. A failure never replaces a good result. The cache is
+  // emptied when the package generation changes.
+  var cache = new Map();
+  function stable(v) {
+    if (Array.isArray(v)) return '[' + v.map(stable).join(',') + ']';
+    if (core.isObject(v)) return '{' + Object.keys(v).sort().map(function (k) { return JSON.stringify(k) + ':' + stable(v[k]); }).join(',') + '}';
+    return JSON.stringify(v === undefined ? null : v);
+  }
+  function cacheKey(capability, args, query) { return stable([host.instance, capability, query, args]); }
+
+  // apply writes a result (or an error) into one source of one route.
+  function apply(route, id, r, cached) {
+    var decl = route.sources[id];
+    if (r.error) {
+      route.errors[id] = r.error;
+      emit('source_error', { source: id, capability: decl.capability, error: r.error, kept_previous: !!route.good[id] });
+      return;
     }
-    var list = (fixtures.capabilities || {})[capability];
-    if (!list) {
-      emit('fixture_missing', { capability: capability, arguments: args, query: query });
-      return Promise.resolve({ error: { code: 'PREVIEW_NO_FIXTURE', message: 'the fixtures file has no response for ' + capability } });
+    route.data[id] = { completed: true, summary: r.result.summary, data: r.result.data };
+    route.errors[id] = null;
+    route.good[id] = true;
+    route.loadedAt[id] = Date.now();
+    // first_data_ms: from the first script to the first screen with every
+    // source it loads by itself answered.
+    if (app.metrics.first_data_ms === undefined && route === app.stack[0] && Object.keys(route.sources).every(function (s) { return route.sources[s].trigger === 'manual' || route.good[s]; })) {
+      app.metrics.first_data_ms = Math.round((performance.now() - T0) * 100) / 100;
     }
-    var used = app.used[capability] || (app.used[capability] = []);
-    for (var i = 0; i < list.length; i++) {
-      var resp = list[i];
-      if (resp.times !== undefined && (used[i] || 0) >= resp.times) continue;
-      if (resp.query !== undefined && resp.query !== query) continue;
-      var m = resp.match || {};
-      var ok = Object.keys(m).every(function (k) { return core.isObject(args) && core.equal(args[k], m[k]); });
-      if (!ok) continue;
-      used[i] = (used[i] || 0) + 1;
-      var answer = resp.error ? { error: { code: resp.error.code, message: resp.error.message || '' } } : { result: { summary: resp.result.summary, data: clone(resp.result.data), evidence: clone(resp.result.evidence || []) } };
-      answer.fixture = i;
-      return resp.delay_ms ? sleep(resp.delay_ms).then(function () { return answer; }) : Promise.resolve(answer);
-    }
-    emit('fixture_missing', { capability: capability, arguments: args, query: query });
-    return Promise.resolve({ error: { code: 'PREVIEW_NO_FIXTURE', message: 'no response of the fixtures file matches this call of ' + capability } });
+    var d = { source: id, capability: decl.capability, summary: r.result.summary };
+    if (cached) d.cached = cached;
+    emit('source_result', d);
+  }
+
+  // deliver gives a fresh result to every other open surface showing key.
+  function deliver(key, r, from) {
+    app.stack.forEach(function (route) {
+      if (!route.alive || route === from) return;
+      Object.keys(route.keys).forEach(function (id) {
+        if (route.keys[id] === key && !route.loading[id]) apply(route, id, r, 'shared');
+      });
+    });
   }
 
   function loadSource(route, id, reason) {
@@ -1116,52 +1204,113 @@
     var ctx = ctxOf(route);
     var args = resolveValue(decl.arguments || {}, ctx);
     var query = decl.query === undefined || decl.query === null ? null : bindString(decl.query, ctx);
+    var key = cacheKey(decl.capability, args, query);
+    route.keys[id] = key;
+    var entry = cache.get(key);
+    if (reason === 'load' && entry && entry.result) {
+      apply(route, id, entry.result, 'cache');
+      render();
+      return Promise.resolve(true);
+    }
     var token = (route.loadSeq[id] || 0) + 1;
     route.loadSeq[id] = token;
     route.loading[id] = true;
+    var gen = app.epoch;
     app.busy++;
-    emit('source_load', { source: id, capability: decl.capability, arguments: args, query: query, reason: reason });
+    var pending;
+    if (reason === 'load' && entry && entry.pending) {
+      emit('source_load', { source: id, capability: decl.capability, arguments: args, query: query, reason: reason, shared: true });
+      pending = entry.pending;
+    } else {
+      emit('source_load', { source: id, capability: decl.capability, arguments: args, query: query, reason: reason });
+      entry = entry || {};
+      pending = entry.pending = call(decl.capability, args, query);
+      cache.set(key, entry);
+      pending.then(function (r) {
+        if (entry.pending === pending) entry.pending = null;
+        if (gen !== app.epoch) return;
+        if (!r.error) { entry.result = { result: r.result }; deliver(key, r, route); }
+        else if (!entry.result) cache.delete(key);
+      });
+    }
     render();
-    return call(decl.capability, args, query).then(function (r) {
+    return pending.then(function (r) {
       app.busy--;
-      if (!route.alive || route.loadSeq[id] !== token) {
-        emit('discarded', { source: id, reason: route.alive ? 'a newer load of the source answered first' : 'the screen was closed' });
+      if (!route.alive || route.loadSeq[id] !== token || gen !== app.epoch) {
+        emit('discarded', { source: id, reason: gen !== app.epoch ? 'the package generation changed' : route.alive ? 'a newer load of the source answered first' : 'the screen was closed' });
         return false;
       }
       route.loading[id] = false;
-      if (r.error) {
-        route.errors[id] = r.error;
-        emit('source_error', { source: id, capability: decl.capability, error: r.error, kept_previous: !!route.good[id] });
-      } else {
-        route.data[id] = { completed: true, summary: r.result.summary, data: r.result.data };
-        route.errors[id] = null;
-        route.good[id] = true;
-        emit('source_result', { source: id, capability: decl.capability, summary: r.result.summary });
-      }
+      apply(route, id, r, null);
       render();
       return !r.error;
     });
   }
 
-  // After a storage change the host re-reads only the storage sources.
-  function refreshStorageSources(route) {
-    Object.keys(route.sources).forEach(function (id) {
-      var c = route.sources[id].capability;
-      if (c === 'host.storage.list' || c === 'host.storage.get') {
-        if (route.good[id] || route.loading[id] || route.errors[id] || route.sources[id].trigger !== 'manual') loadSource(route, id, 'storage_changed');
-      }
+  // After a storage change (a write from the UI, a storageChanged event from
+  // anywhere, a return to the foreground) the host re-reads only the storage
+  // sources: those of every open surface, each key once. Cached storage
+  // results no surface shows are dropped, so that opening them reads again.
+  function refreshStorageSources(reason) {
+    cache.forEach(function (entry, key) {
+      if (JSON.parse(key)[1].indexOf('host.storage.') === 0 && !entry.pending) cache.delete(key);
     });
+    var done = {};
+    for (var i = app.stack.length - 1; i >= 0; i--) {
+      var route = app.stack[i];
+      if (!route.alive) continue;
+      Object.keys(route.sources).forEach(function (id) {
+        if (!isStorageSource(route.sources[id])) return;
+        if (!(route.good[id] || route.loading[id] || route.errors[id] || route.sources[id].trigger !== 'manual')) return;
+        var key = route.keys[id];
+        if (key && done[key]) return;
+        if (key) done[key] = true;
+        loadSource(route, id, reason);
+      });
+    }
+  }
+
+  // refresh_seconds timers run only while the page is visible.
+  function startTimers(route) {
+    Object.keys(route.sources).forEach(function (id) {
+      var s = route.sources[id];
+      if (!s.refresh_seconds) return;
+      route.timers.push(setInterval(function () {
+        if (document.visibilityState === 'visible' && route === currentRoute()) loadSource(route, id, 'refresh_seconds');
+      }, s.refresh_seconds * 1000));
+    });
+  }
+  function stopTimers(route) {
+    route.timers.forEach(clearInterval);
+    route.timers = [];
   }
 
   function startSources(route) {
     Object.keys(route.sources).forEach(function (id) {
-      var s = route.sources[id];
-      if (s.trigger !== 'manual') loadSource(route, id, 'load');
-      if (s.refresh_seconds) {
-        route.timers.push(setInterval(function () {
-          if (document.visibilityState === 'visible' && route === currentRoute()) loadSource(route, id, 'refresh_seconds');
-        }, s.refresh_seconds * 1000));
-      }
+      if (route.prefilled[id]) {
+        // A result the host rendered already (a response's tool result)
+        // fills the cache, so that other surfaces reuse it.
+        var ctx = ctxOf(route), decl = route.sources[id];
+        var key = cacheKey(decl.capability, resolveValue(decl.arguments || {}, ctx), decl.query === undefined || decl.query === null ? null : bindString(decl.query, ctx));
+        route.keys[id] = key;
+        cache.set(key, { result: { result: { summary: route.data[id].summary, data: route.data[id].data } } });
+      } else if (route.sources[id].trigger !== 'manual') loadSource(route, id, 'load');
+    });
+    if (document.visibilityState !== 'hidden') startTimers(route);
+  }
+
+  // foreground: the timers stopped while the page was hidden start again; the
+  // storage sources are re-read, and a refresh_seconds source whose period
+  // passed while hidden loads once.
+  function foreground() {
+    var r = currentRoute();
+    if (!r) return;
+    stopTimers(r);
+    startTimers(r);
+    refreshStorageSources('foreground');
+    Object.keys(r.sources).forEach(function (id) {
+      var s = r.sources[id];
+      if (s.refresh_seconds && !isStorageSource(s) && !r.loading[id] && Date.now() - (r.loadedAt[id] || 0) >= s.refresh_seconds * 1000) loadSource(r, id, 'foreground');
     });
   }
 
@@ -1223,17 +1372,19 @@
           if (!route.alive) { emit('discarded', { capability: action.capability, reason: 'the screen was closed' }); return false; }
           if (r.error) {
             emit('invoke_result', { capability: action.capability, ok: false, error: r.error });
+            app.notice = { code: r.error.code, text: action.capability + ' failed: ' + errorText(r.error) };
             if (action.store) route.errors[action.store] = r.error;
             render();
             return false;
           }
           emit('invoke_result', { capability: action.capability, ok: true, summary: r.result.summary, store: action.store || null });
+          app.notice = null;
           if (action.store) {
             route.data[action.store] = { completed: true, summary: r.result.summary, data: r.result.data };
             route.errors[action.store] = null;
             route.good[action.store] = true;
           }
-          if (r.changed) refreshStorageSources(route);
+          if (r.changed) refreshStorageSources('storage_changed');
           render();
           return true;
         });
@@ -1282,10 +1433,13 @@
           if (setStateKey(route, k, values[k], 'set_state')) saved[k] = values[k];
           else ok = false;
         });
-        if (action.persist && Object.keys(saved).length) {
-          if (savePersisted(route.ext.id, saved)) emit('state_persisted', { keys: Object.keys(saved) });
-        }
         render();
+        if (action.persist && Object.keys(saved).length) {
+          return savePersisted(route.ext.id, saved).then(function (kept) {
+            if (kept) emit('state_persisted', { keys: Object.keys(saved) });
+            return ok;
+          });
+        }
         return Promise.resolve(ok);
       }
       case 'refresh':
@@ -1321,7 +1475,7 @@
 
   function closeRoute(r) {
     r.alive = false;
-    r.timers.forEach(clearInterval);
+    stopTimers(r);
   }
   function openRoute(r) {
     app.stack.push(r);
@@ -1432,19 +1586,44 @@
     trigger(it.action, scope, '/navigation/items/' + i);
   }
 
+  // errorText says what failed: the code, a failed run's reason, the message.
+  function errorText(e) {
+    return e.code + (e.reason ? ' (' + e.reason + (e.exitCode !== undefined ? ' ' + e.exitCode : '') + ')' : '') + (e.message ? ' – ' + e.message : '');
+  }
   function hostBanners(route) {
     var out = [];
+    if (app.notice) {
+      out.push(h('div', { 'class': 'ph-retry ph-notice', role: 'alert', 'data-ph-notice': app.notice.code }, [
+        h('span', null, app.notice.text),
+        h('button', { 'class': 'ph-button ph-button-text', type: 'button', on: { click: function () { app.notice = null; render(); } } }, 'Dismiss')
+      ]));
+    }
     var loading = Object.keys(route.loading).filter(function (id) { return route.loading[id]; });
     if (loading.length) out.push(h('div', { 'class': 'ph-host-loading', role: 'progressbar', 'data-ph-loading': loading.join(' ') }, h('div', { 'class': 'ph-bar ph-indeterminate' })));
     Object.keys(route.errors).forEach(function (id) {
       var e = route.errors[id];
       if (!e || route.good[id] || route.loading[id]) return;
       out.push(h('div', { 'class': 'ph-retry', role: 'alert', 'data-ph-retry': id }, [
-        h('span', null, 'Could not load ' + id + ': ' + e.code + (e.message ? ' – ' + e.message : '')),
+        h('span', null, 'Could not load ' + id + ': ' + errorText(e)),
         h('button', { 'class': 'ph-button ph-button-text', type: 'button', on: { click: function () { emit('retry', { source: id }); loadSource(route, id, 'retry'); } } }, 'Retry')
       ]));
     });
     return out;
+  }
+
+  // blockedScreen says why the page shows nothing of the plugin: a disabled
+  // Instance, a package that cannot be read, a lost connection.
+  function blockedScreen() {
+    return h('div', { 'class': 'ph-screen ph-blocked', 'data-ph-blocked': app.blocked.kind, key: 'blocked' }, [
+      h('div', { 'class': 'ph-empty', role: 'alert' }, [
+        iconGlyph('warning', 32),
+        h('div', { 'class': 'ph-t-title_medium' }, app.blocked.title || 'This plugin cannot be shown'),
+        h('div', { 'class': 'ph-t-body_medium' }, app.blocked.message)
+      ])
+    ]);
+  }
+  function loadingScreen() {
+    return h('div', { 'class': 'ph-screen', 'data-ph-starting': '1', key: 'starting' }, h('div', { 'class': 'ph-host-loading', role: 'progressbar' }, h('div', { 'class': 'ph-bar ph-indeterminate' })));
   }
 
   function screen(route) {
@@ -1483,6 +1662,7 @@
 
   function inspectorData() {
     var r = currentRoute();
+    if (!r) return core.redact({ blocked: app.blocked, live: app.live });
     var ctx = ctxOf(r);
     var connections = {};
     Object.keys(ctx.context.connections).forEach(function (k) { connections[k] = '[hidden]'; });
@@ -1499,7 +1679,11 @@
       errors: ctx.context.errors,
       last_action: app.lastAction,
       validation_errors: r.validation,
-      warnings: bundle.warnings.map(function (w) { return (w.file ? w.file + ' ' : '') + (w.path || '/') + ' [' + w.code + '] ' + w.message; })
+      response: r.ext.point === 'response' && responseSample ? { capability: responseSample.capability, verdict: responseSample.verdict } : undefined,
+      live: app.live,
+      blocked: app.blocked,
+      generation: app.generation,
+      warnings: loadWarnings.map(function (w) { return (w.file ? w.file + ' ' : '') + (w.path || '/') + ' [' + w.code + '] ' + w.message; })
         .concat(runtimeWarnings.map(function (w) { return '[' + w.kind + '] ' + w.message; }))
     });
   }
@@ -1550,7 +1734,7 @@
     frame.appendChild(document.createElement('div'));
     var side = document.createElement('aside');
     side.className = 'ph-side';
-    stage.appendChild(side);
+    if (bundle.inspector !== false) stage.appendChild(side);
     var ih = document.createElement('h2');
     ih.textContent = 'Runtime Inspector';
     side.appendChild(ih);
@@ -1577,10 +1761,8 @@
       if (r.ui.select && !(ev.target.closest && ev.target.closest('.ph-select-field'))) { r.ui.select = null; render(); }
     });
     document.addEventListener('visibilitychange', function () {
-      var r = currentRoute();
-      if (document.visibilityState === 'visible' && r) {
-        Object.keys(r.sources).forEach(function (id) { if (r.sources[id].refresh_seconds) loadSource(r, id, 'foreground'); });
-      }
+      if (document.visibilityState === 'visible') foreground();
+      else app.stack.forEach(stopTimers);
     });
   }
 
@@ -1604,12 +1786,13 @@
         again = false;
         var r = currentRoute();
         var s = screenInfo();
+        var view = app.blocked ? blockedScreen() : r ? screen(r) : loadingScreen();
         var fs = themeStyle() + 'width:' + s.width + 'px;height:' + s.height + 'px;';
         if (fs !== lastFrameStyle) { frame.setAttribute('style', fs); lastFrameStyle = fs; }
         frame.setAttribute('data-mode', app.mode);
         frame.setAttribute('data-size', app.size);
         frame.className = 'ph-frame ph-mode-' + app.mode;
-        patch(frame, frame.firstChild, screen(r));
+        patch(frame, frame.firstChild, view);
         patchChildren(chromeBar, [chrome()]);
       } while (again);
       schedulePanels();
@@ -1633,7 +1816,15 @@
   window.pluginhostPreview = {
     events: function () { return clone(events); },
     clearEvents: function () { events.length = 0; pendingRows = []; if (eventsPanel) eventsPanel.textContent = ''; },
-    state: function () { return clone(currentRoute().state); },
+    state: function () { return currentRoute() ? clone(currentRoute().state) : null; },
+    blocked: function () { return clone(app.blocked); },
+    live: function () { return app.live; },
+    generation: function () { return app.generation; },
+    // fillCache puts a result rendered elsewhere (a response rendered with
+    // selectResponseUi) into the host cache, so that surfaces reuse it.
+    fillCache: function (capability, args, query, result) {
+      cache.set(cacheKey(capability, args || {}, query === undefined ? null : query), { result: { result: result } });
+    },
     data: function () { return clone(ctxOf(currentRoute()).data); },
     context: function () { return clone(ctxOf(currentRoute()).context); },
     route: function () { var r = currentRoute(); return { extension: r.ext.id, parameters: clone(r.params), depth: app.stack.length }; },
@@ -1658,26 +1849,116 @@
   // Every node type of the catalog has a renderer; say so if one is missing.
   catalog.nodes.forEach(function (n) { if (!renderers[n.type]) warn('renderer_missing', 'node type ' + n.type + ' has no renderer in this preview', {}); });
 
+  // ---- Package generation, blocked states and changes -------------------------
+
+  // setConfig takes what the host loaded.
+  function setConfig(cfg) {
+    plugin = cfg.plugin;
+    fctx = cfg.context || {};
+    extensions = {};
+    cfg.extensions.forEach(function (e) { extensions[e.id] = e; });
+    app.generation = cfg.generation;
+    loadWarnings = cfg.warnings || [];
+    responseSample = cfg.response || null;
+  }
+  function block(kind, message, title) {
+    app.blocked = { kind: kind, message: message, title: title || null };
+    emit('blocked', { kind: kind, message: message });
+    render();
+  }
+
+  // packageChanged reloads the configs after a package update: answers of
+  // the old generation are discarded, the cache is emptied, and every open
+  // route opens again with its new config and its parameters.
+  var reloading = null;
+  function packageChanged(generation) {
+    if (reloading) return reloading;
+    app.epoch++;
+    cache.clear();
+    var old = app.stack.slice();
+    old.forEach(closeRoute);
+    emit('package_changed', { generation: generation, previous: app.generation });
+    reloading = host.load().then(function (cfg) {
+      reloading = null;
+      if (cfg.error) { block(cfg.blocked || 'unavailable', cfg.error.message || cfg.error.code); return; }
+      setConfig(cfg);
+      app.blocked = null;
+      app.stack = [];
+      old.forEach(function (r) {
+        var ext = extensions[r.ext.id];
+        if (ext) app.stack.push(new Route(ext, r.params, r.resultState, false));
+      });
+      if (!app.stack.length) app.stack.push(new Route(extensions[cfg.start], cfg.route || {}, null, true));
+      emit('config_reloaded', { generation: app.generation, extension: currentRoute().ext.id });
+      app.notice = { code: 'PACKAGE_UPDATED', text: 'The plugin was updated (' + (plugin.version ? 'version ' + plugin.version + ', ' : '') + 'generation ' + app.generation + '): this screen now shows the new version; answers for the old one were discarded.' };
+      render();
+      app.stack.forEach(startSources);
+    });
+    return reloading;
+  }
+
+  function onHostChange(c) {
+    switch (c.type) {
+      case 'storage':
+        emit('storage_changed', { namespace: c.namespace || null, operation: c.operation || null, revision: c.revision === undefined ? null : c.revision });
+        if (!app.blocked) refreshStorageSources('storage_changed');
+        break;
+      case 'package':
+        if (c.generation !== app.generation) packageChanged(c.generation);
+        break;
+      case 'blocked':
+        block(c.kind, c.message, c.title);
+        break;
+      case 'unblocked':
+        if (app.blocked) { app.blocked = null; packageChanged(app.generation); }
+        break;
+      case 'status':
+        app.live = c.status;
+        emit('live_status', { status: c.status, message: c.message || null });
+        render();
+        break;
+    }
+  }
+
+  var host = window.PluginhostHost({ core: core, bundle: bundle, emit: emit, warn: warn });
+
   app.metrics.scripts_loaded_ms = Math.round((T1 - T0) * 100) / 100;
   app.metrics.parsed_ms = Math.round((performance.now() - T0) * 100) / 100;
   mount();
-  var start = extensions[bundle.start];
-  var first = new Route(start, fctx.route || {}, null, true);
-  app.stack.push(first);
-  emit('open', { extension: start.id, point: start.point, parameters: first.params });
-  var T2 = performance.now();
-  renderNow();
-  app.metrics.mounted_ms = Math.round((T2 - T0) * 100) / 100;
-  app.metrics.first_render_ms = Math.round((performance.now() - T0) * 100) / 100;
-  app.metrics.nodes = nodeCount;
-  // The first frame shows the screen as the host opens it; its data sources
-  // start loading right after it is painted.
-  requestAnimationFrame(function () {
-    setTimeout(function () {
-      app.metrics.first_paint_ms = Math.round((performance.now() - T0) * 100) / 100;
+  host.load().then(function (cfg) {
+    if (cfg.error) {
+      block(cfg.blocked || 'unavailable', cfg.error.message || cfg.error.code, cfg.title);
+      host.watch(onHostChange);
       firstPainted = true;
       schedulePanels();
-      startSources(first);
-    }, 0);
+      return;
+    }
+    setConfig(cfg);
+    app.mode = fctx.theme || 'light';
+    app.size = fctx.screen || 'compact';
+    startState = cfg.state;
+    var start = extensions[cfg.start];
+    var first = new Route(start, cfg.route || {}, null, true);
+    app.stack.push(first);
+    emit('open', { extension: start.id, point: start.point, parameters: first.params });
+    if (responseSample && start.point === 'response') {
+      emit('response_verdict', { capability: responseSample.capability, renders: responseSample.verdict.renders, checks: clone(responseSample.verdict.checks) });
+    }
+    var T2 = performance.now();
+    renderNow();
+    app.metrics.mounted_ms = Math.round((T2 - T0) * 100) / 100;
+    app.metrics.first_render_ms = Math.round((performance.now() - T0) * 100) / 100;
+    app.metrics.nodes = nodeCount;
+    host.watch(onHostChange);
+    // The first frame shows the screen as the host opens it; its data sources
+    // start loading right after it is painted.
+    requestAnimationFrame(function () {
+      setTimeout(function () {
+        app.metrics.first_paint_ms = Math.round((performance.now() - T0) * 100) / 100;
+        firstPainted = true;
+        schedulePanels();
+        startSources(first);
+      }, 0);
+    });
   });
 })();

@@ -1,0 +1,31 @@
+// Package assets embeds the UI Runtime that runs in the browser, for the two
+// pages that use it: the preview (package preview, against fixtures) and the
+// web host (package webhost, live against the server).
+//
+// core.js holds the rules shared with the Go side, runtime.js the runtime
+// itself, and each host implements the runtime's host interface: fixtures.js
+// for the preview, live.js for the web host. preview.css styles both pages.
+package assets
+
+import (
+	"embed"
+	"strings"
+)
+
+//go:embed core.js runtime.js fixtures.js live.js preview.css
+var files embed.FS
+
+// Text returns the embedded file name (such as "runtime.js"). It panics on
+// a name that is not embedded: the set is fixed at build time.
+func Text(name string) string {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		panic("assets: no embedded file " + name)
+	}
+	return string(b)
+}
+
+// ScriptSafe escapes what could end a script element or a JavaScript string
+// early in JSON embedded in a page. These characters can only occur inside
+// JSON strings, where the escapes mean the same.
+var ScriptSafe = strings.NewReplacer("<", `\u003c`, ">", `\u003e`, "&", `\u0026`, "\u2028", `\u2028`, "\u2029", `\u2029`)

@@ -1,0 +1,307 @@
+// live.js: the web host's host (GET /app/{instance_id}/{extension}). It
+// implements the host interface of runtime.js against the server: configs
+// and persisted state from uiConfig, capability and storage tool runs through
+// invoke, persisted state through setExtensionState, images only through the
+// image proxy (ui-images:fetch), and changes from the storageChanged
+// subscription over a websocket (graphql-transport-ws).
+//
+// The page holds no credential: every request is same-origin and carries the
+// credentials the browser already sent for the page (HTTP Basic with the
+// token as the password, or the header the browser was given). Nothing here
+// reads, stores or logs a token.
+(function () {
+  'use strict';
+  window.PluginhostHost = function (env) {
+    var bundle = env.bundle;
+    var live = bundle.live;
+    var instanceID = live.instance_id;
+    var persistedState = {};
+    var loaded = null; // the last successful load
+    var listener = function () {};
+    var socket = null, socketTries = 0, lastRevision = null, blockedPoll = null;
+
+    function errorOf(x, message) {
+      var err = { code: (x && x.code) || 'ERROR', message: message || '' };
+      ['reason', 'exitCode', 'problems'].forEach(function (k) { if (x && x[k] !== undefined) err[k] = x[k]; });
+      return err;
+    }
+
+    // answer reads a GraphQL answer into {data} or {error}.
+    function answer(status, body) {
+      if (body && body.errors && body.errors.length) return { error: errorOf(body.errors[0].extensions, body.errors[0].message), data: body.data };
+      if (body && body.error) return { error: errorOf(body.error, body.error.message) };
+      if (status !== 200 || !body) return { error: { code: status === 401 ? 'UNAUTHENTICATED' : 'HTTP_' + status, message: 'the server answered ' + status } };
+      return { data: body.data };
+    }
+
+    // gql runs one GraphQL operation; it resolves to {data} or {error}. URLs
+    // are built on location.origin: a page opened with credentials in its URL
+    // may not fetch relative URLs, which would carry them.
+    function gql(query, variables) {
+      return fetch(location.origin + live.graphql, {
+        method: 'POST', credentials: 'same-origin', cache: 'no-store',
+        headers: { 'Content-Type': 'application/json', 'X-Pluginhost-App': '1' },
+        body: JSON.stringify({ query: query, variables: variables || {} })
+      }).then(function (resp) {
+        return resp.json().catch(function () { return null; }).then(function (body) { return answer(resp.status, body); });
+      }, function () {
+        return { error: { code: 'UNREACHABLE', message: 'the server cannot be reached' } };
+      });
+    }
+
+    var instanceQuery = 'query($i: ID!) { viewer { name admin } instance(id: $i) { id name enabled grants installation { id pluginId name version generation permissions aiStorageConsent extensions { id point } } } }';
+
+    // blockedOf says why an Instance cannot be shown, or null.
+    function blockedOf(r) {
+      if (r.error) {
+        if (r.error.code === 'PLUGIN_STORAGE_PERMISSION_DENIED' || r.error.code === 'FORBIDDEN') return { blocked: 'denied', error: { code: r.error.code, message: 'This Instance is disabled, or it is not yours: ' + r.error.message } };
+        return { blocked: 'unavailable', error: { code: r.error.code, message: 'The plugin cannot be loaded: ' + r.error.code + (r.error.message ? ' – ' + r.error.message : '') } };
+      }
+      var inst = r.data.instance;
+      if (!inst) return { blocked: 'not_found', error: { code: 'NOT_FOUND', message: 'There is no Instance ' + instanceID + ' among yours.' } };
+      if (!inst.enabled) return { blocked: 'disabled', title: 'This Instance is disabled', error: { code: 'DISABLED', message: 'Its data is kept, but nothing can be read or written until it is enabled again.' } };
+      return null;
+    }
+
+    // startQuery is webhost.StartQuery; the page usually carries its answer
+    // for the first load (live.preload), which saves a request.
+    var startQuery = live.start_query;
+
+    function noExtension(instl) {
+      var ids = instl.extensions.filter(function (e) { return e.point === 'screen' || e.point === 'home'; }).map(function (e) { return e.id; });
+      return { blocked: 'no_extension', error: { code: 'BAD_USER_INPUT', message: 'The plugin ' + instl.name + ' has no screen or home extension ' + JSON.stringify(live.extension) + '; it has ' + (ids.join(', ') || 'none') + '.' } };
+    }
+
+    // load reads, in one request, the Instance, its package's extensions with
+    // their configs, and the opening extension's config, generation and
+    // persisted state; the other extensions' persisted state follows.
+    function load() {
+      var pre = live.preload;
+      live.preload = null;
+      var first = pre ? Promise.resolve(answer(pre.status, pre.body)) : gql(startQuery, { i: instanceID, e: live.extension });
+      return first.then(function (r) {
+        if (r.error) {
+          // Say why: a blocked Instance, or an extension it does not have.
+          return gql(instanceQuery, { i: instanceID }).then(function (r2) {
+            var b = blockedOf(r2);
+            if (b) return b;
+            if (r.error.code === 'BAD_USER_INPUT') return noExtension(r2.data.instance.installation);
+            return blockedOf(r);
+          });
+        }
+        var b = blockedOf(r);
+        if (b) return b;
+        var inst = r.data.instance, instl = inst.installation, start = r.data.start;
+        var exts = instl.extensions.filter(function (e) { return e.point === 'screen' || e.point === 'home'; });
+        if (!exts.some(function (e) { return e.id === live.extension; })) return noExtension(instl);
+        persistedState = {};
+        persistedState[start.extension] = start.persistedState || {};
+        var list = exts.map(function (e) { return { id: e.id, point: e.point, config: e.id === start.extension ? start.config : e.config }; });
+        var grants = {};
+        inst.grants.forEach(function (g) { grants[g] = true; });
+        loaded = {
+          plugin: { id: instl.pluginId, name: instl.name + ' · ' + inst.name, version: instl.version, permissions: instl.permissions, capabilities: [] },
+          extensions: list,
+          start: live.extension,
+          generation: start.generation,
+          context: {
+            platform: 'web',
+            permissions: { storage: true, ai_storage: !!instl.aiStorageConsent, network: !!grants.network },
+            connections: {},
+            connected: true
+          },
+          route: live.route || {},
+          state: null,
+          warnings: []
+        };
+        loadPersistedOthers(exts.filter(function (e) { return e.id !== start.extension; }), start.generation);
+        return loaded;
+      });
+    }
+
+    // loadPersistedOthers reads the persisted state of the other extensions.
+    function loadPersistedOthers(exts, generation) {
+      if (!exts.length) return;
+      var vars = { i: instanceID }, fields = [], decl = ['$i: ID!'];
+      exts.forEach(function (e, n) {
+        vars['e' + n] = e.id;
+        decl.push('$e' + n + ': String!');
+        fields.push('c' + n + ': uiConfig(instanceId: $i, extension: $e' + n + ') { extension generation persistedState }');
+      });
+      gql('query(' + decl.join(', ') + ') { ' + fields.join(' ') + ' }', vars).then(function (c) {
+        if (c.error || !loaded || loaded.generation !== generation) return;
+        exts.forEach(function (e, n) {
+          var u = c.data['c' + n];
+          if (u && !(u.extension in persistedState)) persistedState[u.extension] = u.persistedState || {};
+        });
+      });
+    }
+
+    var runMutation = 'mutation($i: ID!, $c: String!, $a: JSON, $q: String, $g: Int) { invoke(instanceId: $i, capability: $c, arguments: $a, query: $q, generation: $g) { summary data evidence { type instanceId namespace key revision } } }';
+    var writes = { 'host.storage.create': true, 'host.storage.update': true, 'host.storage.delete': true };
+
+    // recheck reads the Instance again after a refusal: a disabled Instance
+    // blocks the page, a newer generation marks the answer stale.
+    function recheck(err) {
+      return gql(instanceQuery, { i: instanceID }).then(function (r) {
+        var b = blockedOf(r);
+        if (b) { listener({ type: 'blocked', kind: b.blocked, message: b.error.message, title: b.title }); watchBlocked(); return err; }
+        if (loaded && r.data.instance.installation.generation !== loaded.generation) {
+          err.stale_generation = true;
+          err.message = 'the plugin was updated while this ran; the screen reloads with the new version';
+        }
+        return err;
+      });
+    }
+
+    // A server older than the contract's invoke(query, generation) gets the
+    // older form; the generation is then checked by the package events alone.
+    var runMutationOld = 'mutation($i: ID!, $c: String!, $a: JSON) { invoke(instanceId: $i, capability: $c, arguments: $a) { summary data evidence { type instanceId namespace key revision } } }';
+    var oldInvoke = false;
+    function invoke(vars) {
+      if (oldInvoke) return gql(runMutationOld, { i: vars.i, c: vars.c, a: vars.a });
+      return gql(runMutation, vars).then(function (r) {
+        if (r.error && /Unknown argument "(query|generation)" on field "Mutation.invoke"/.test(r.error.message)) {
+          oldInvoke = true;
+          return invoke(vars);
+        }
+        return r;
+      });
+    }
+
+    function run(capability, args, query, generation) {
+      return invoke({ i: instanceID, c: capability, a: args, q: query, g: generation || null }).then(function (r) {
+        if (r.error) {
+          var code = r.error.code;
+          if (code === 'PLUGIN_STORAGE_CONFLICT' || code === 'PLUGIN_STORAGE_PERMISSION_DENIED' || code === 'PERMISSION_DENIED') {
+            return recheck(r.error).then(function (e) { return { error: e }; });
+          }
+          return { error: r.error };
+        }
+        var out = { result: { summary: r.data.invoke.summary, data: r.data.invoke.data, evidence: r.data.invoke.evidence || [] } };
+        if (writes[capability]) out.changed = true;
+        return out;
+      });
+    }
+
+    function persist(extID, values) {
+      return gql('mutation($i: ID!, $e: String!, $v: JSON!) { setExtensionState(instanceId: $i, extension: $e, values: $v) }', { i: instanceID, e: extID, v: values }).then(function (r) {
+        if (r.error) return { error: r.error };
+        persistedState[extID] = r.data.setExtensionState || {};
+        return { ok: true };
+      });
+    }
+
+    // image asks the server's image proxy; the page never requests the URL.
+    function image(url) {
+      return fetch(location.origin + live.images, {
+        method: 'POST', credentials: 'same-origin', cache: 'no-store',
+        headers: { 'Content-Type': 'application/json', 'X-Pluginhost-App': '1' },
+        body: JSON.stringify({ url: url })
+      }).then(function (resp) {
+        if (resp.ok) return resp.blob().then(function (b) { return { src: URL.createObjectURL(b) }; });
+        return resp.json().catch(function () { return {}; }).then(function (body) {
+          var e = (body && body.error) || {};
+          var err = { code: e.code || 'HTTP_' + resp.status, message: e.message || '' };
+          if (body && body.reason) err.reason = body.reason;
+          else if (e.reason) err.reason = e.reason;
+          if (resp.status === 403) err.reason = 'no network permission';
+          return { error: err };
+        });
+      }, function () { return { error: { code: 'UNREACHABLE', message: 'the server cannot be reached' } }; });
+    }
+
+    // ---- Changes: storageChanged over a websocket ---------------------------
+
+    function socketURL() {
+      return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + live.graphql;
+    }
+    function connect() {
+      if (socket) return;
+      var ws = new WebSocket(socketURL(), 'graphql-transport-ws');
+      socket = ws;
+      ws.onopen = function () { ws.send(JSON.stringify({ type: 'connection_init', payload: {} })); };
+      ws.onmessage = function (ev) {
+        var m;
+        try { m = JSON.parse(ev.data); } catch (e) { return; }
+        if (m.type === 'connection_ack') {
+          ws.send(JSON.stringify({ id: 's', type: 'subscribe', payload: {
+            query: 'subscription($i: ID!) { storageChanged(instanceId: $i) { storageRevision namespace key operation generation } }',
+            variables: { i: instanceID } } }));
+        } else if (m.type === 'ping') {
+          ws.send(JSON.stringify({ type: 'pong' }));
+        } else if (m.type === 'next' && m.payload) {
+          if (m.payload.errors && m.payload.errors.length) { ended(); return; }
+          change(m.payload.data.storageChanged);
+        } else if (m.type === 'error') {
+          ended();
+        } else if (m.type === 'complete') {
+          ended();
+        }
+      };
+      ws.onclose = function () {
+        if (socket !== ws) return;
+        socket = null;
+        if (blockedPoll) return;
+        listener({ type: 'status', status: 'reconnecting', message: 'live updates paused; reconnecting' });
+        socketTries++;
+        setTimeout(connect, Math.min(30000, 500 * Math.pow(2, Math.min(socketTries, 6))));
+      };
+    }
+    function change(c) {
+      socketTries = 0;
+      if (c.operation === 'snapshot') {
+        listener({ type: 'status', status: 'live' });
+        if (lastRevision !== null && c.storageRevision !== lastRevision) listener({ type: 'storage', operation: 'resync', revision: c.storageRevision });
+        lastRevision = c.storageRevision;
+        if (loaded && c.generation !== undefined && c.generation !== loaded.generation) listener({ type: 'package', generation: c.generation });
+        return;
+      }
+      lastRevision = c.storageRevision;
+      if (c.operation === 'package') { listener({ type: 'package', generation: c.generation }); return; }
+      listener({ type: 'storage', namespace: c.namespace, operation: c.operation, revision: c.storageRevision });
+    }
+    // ended: the subscription ended (a disabled or removed Instance): say why.
+    function ended() {
+      var ws = socket;
+      socket = null;
+      if (ws) ws.close();
+      recheck({ code: 'ENDED', message: '' }).then(function () {
+        if (!blockedPoll) {
+          listener({ type: 'status', status: 'reconnecting', message: 'live updates ended; reconnecting' });
+          setTimeout(connect, 1000);
+        }
+      });
+    }
+    // watchBlocked checks now and then whether a blocked Instance is back.
+    function watchBlocked() {
+      if (blockedPoll) return;
+      if (socket) { var ws = socket; socket = null; ws.close(); }
+      listener({ type: 'status', status: 'ended', message: 'live updates ended' });
+      blockedPoll = setInterval(function () {
+        gql(instanceQuery, { i: instanceID }).then(function (r) {
+          if (blockedOf(r)) return;
+          clearInterval(blockedPoll);
+          blockedPoll = null;
+          listener({ type: 'unblocked' });
+          connect();
+        });
+      }, 3000);
+    }
+
+    return {
+      kind: 'live',
+      instance: instanceID,
+      load: load,
+      run: run,
+      persisted: function (extID) { return persistedState[extID] || {}; },
+      persist: persist,
+      image: image,
+      watch: function (l) {
+        listener = l;
+        if (loaded) connect();
+        else watchBlocked();
+      }
+    };
+  };
+})();

@@ -1,0 +1,209 @@
+// Package webhost is the host's own renderer in the browser: GET /app lists
+// the viewer's Instances, and GET /app/{instance_id}/{extension} opens one
+// screen or home extension live against this server, with the preview's
+// runtime (package preview/assets) and its live host (live.js).
+//
+// The pages carry no credential. The browser authenticated the page request
+// (HTTP Basic with the token as the password, or a bearer header); every
+// request the page makes is same-origin and carries the same credentials, to
+// the endpoints that httpapi mounts under /app: GraphQL (HTTP and websocket)
+// and the image proxy. They lie below the page's own folder
+// (/app/{instance_id}/-/...), where a browser sends the page's HTTP Basic
+// credentials at once, without a new challenge.
+package webhost
+
+import (
+	"bytes"
+	"encoding/json"
+	"html"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"pluginhost/preview"
+	"pluginhost/preview/assets"
+	"pluginhost/uicatalog"
+)
+
+// Patterns of the endpoints the pages use, for http.ServeMux. GraphQL takes
+// HTTP POST and, with a websocket upgrade, graphql-transport-ws, for the
+// page's user; the instance id in its path only keeps it in the page's
+// folder. "-" is never an instance id.
+const (
+	ListGraphQLPattern = "/app/-/graphql"
+	GraphQLPattern     = "/app/{instance_id}/-/graphql"
+	ImageProxyPattern  = "/app/{instance_id}/-/ui-images:fetch"
+)
+
+// endpoint returns the path of an endpoint (graphql, ui-images:fetch) of
+// the page of an Instance.
+func endpoint(instanceID, name string) string {
+	return "/app/" + url.PathEscape(instanceID) + "/-/" + name
+}
+
+// CSP is the pages' Content-Security-Policy: inline scripts and styles of
+// the page only, requests only to this origin, images only as data or from
+// blobs the page made of the image proxy's answers.
+const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; connect-src 'self'; font-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+// Viewer is the signed-in user a page is for.
+type Viewer struct {
+	Name  string
+	Admin bool
+}
+
+// Inspector reports whether a page request shows the Runtime Inspector and
+// the host event panel: only to an admin who asks for it with ?debug=1.
+func Inspector(r *http.Request, v Viewer) bool {
+	return v.Admin && r.URL.Query().Get("debug") == "1"
+}
+
+// StartQuery is the GraphQL query the page's first load runs (variables i:
+// the instance id, e: the extension): the Instance, its package's extensions
+// with their configs, and the opening extension's config, generation and
+// persisted state.
+const StartQuery = `query($i: ID!, $e: String!) { instance(id: $i) { id name enabled grants installation { id pluginId name version generation permissions aiStorageConsent extensions { id point config } } } start: uiConfig(instanceId: $i, extension: $e) { extension point generation config persistedState } }`
+
+// Preload is the answer to StartQuery that the server ran for the page, so
+// that the page starts without a request of its own.
+type Preload struct {
+	Status int             `json:"status"`
+	Body   json.RawMessage `json:"body"`
+}
+
+// ServeScreen writes the page of one extension of one Instance; preload,
+// when not nil, is the answer to StartQuery for the page's user.
+func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, extension string, preload *Preload) {
+	bundle := map[string]any{
+		"themes":    preview.Themes(),
+		"screens":   preview.ScreenSizes(),
+		"inspector": Inspector(r, v),
+		"live": map[string]any{
+			"instance_id": instanceID,
+			"extension":   extension,
+			"graphql":     endpoint(instanceID, "graphql"),
+			"images":      endpoint(instanceID, "ui-images:fetch"),
+			"route":       routeParams(r),
+			"start_query": StartQuery,
+			"preload":     preload,
+		},
+	}
+	raw, err := json.Marshal(bundle)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var catalog bytes.Buffer
+	if err := json.Compact(&catalog, uicatalog.JSON()); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var out strings.Builder
+	head(&out, extension+" · pluginhost")
+	out.WriteString("<style>\n" + assets.Text("preview.css") + appCSS + "</style>\n</head>\n<body class=\"ph-webhost\">\n")
+	out.WriteString("<script>window.pluginhostStart = performance.now();</script>\n")
+	out.WriteString("<nav class=\"ph-app-nav\"><a href=\"/app\">All Instances</a></nav>\n")
+	out.WriteString("<div id=\"ph-app\" class=\"ph-app\"><noscript>The web host needs JavaScript.</noscript></div>\n")
+	out.WriteString(`<script type="application/json" id="ph-catalog">` + assets.ScriptSafe.Replace(catalog.String()) + "</script>\n")
+	out.WriteString(`<script type="application/json" id="ph-bundle">` + assets.ScriptSafe.Replace(string(raw)) + "</script>\n")
+	out.WriteString("<script>\n" + assets.Text("core.js") + "</script>\n")
+	out.WriteString("<script>\n" + assets.Text("live.js") + "</script>\n")
+	out.WriteString("<script>\n" + assets.Text("runtime.js") + "</script>\n")
+	out.WriteString("</body>\n</html>\n")
+	write(w, out.String())
+}
+
+// routeParams are the first screen's context.route values: the query
+// parameters of the page's URL but debug.
+func routeParams(r *http.Request) map[string]string {
+	p := map[string]string{}
+	for k, v := range r.URL.Query() {
+		if k != "debug" && len(v) > 0 {
+			p[k] = v[0]
+		}
+	}
+	return p
+}
+
+// ServeList writes the page that lists the viewer's Instances with links to
+// their screen and home extensions.
+func ServeList(w http.ResponseWriter, r *http.Request, v Viewer) {
+	var out strings.Builder
+	head(&out, "pluginhost apps")
+	out.WriteString("<style>\n" + listCSS + "</style>\n</head>\n<body>\n")
+	out.WriteString("<h1>Your plugins</h1>\n<p class=\"who\">Signed in as " + html.EscapeString(v.Name) + "</p>\n")
+	out.WriteString("<div id=\"list\" aria-live=\"polite\">Loading…</div>\n")
+	out.WriteString(`<script type="application/json" id="ph-list">` + assets.ScriptSafe.Replace(`{"graphql":"`+ListGraphQLPattern+`"}`) + "</script>\n")
+	out.WriteString("<script>\n" + listJS + "</script>\n</body>\n</html>\n")
+	write(w, out.String())
+}
+
+func head(out *strings.Builder, title string) {
+	out.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+	out.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
+	out.WriteString("<title>" + html.EscapeString(title) + "</title>\n")
+}
+
+func write(w http.ResponseWriter, page string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", CSP)
+	w.Write([]byte(page))
+}
+
+// appCSS adapts the preview's stage to a page of its own.
+const appCSS = `
+.ph-app-nav { padding: 6px 12px; font: 14px system-ui, sans-serif; }
+.ph-app-nav a { color: #6750a4; }
+.ph-blocked .ph-empty { padding: 32px 16px; text-align: center; display: flex; flex-direction: column; gap: 8px; align-items: center; }
+.ph-notice { background: var(--ph-error-container); color: var(--ph-on-error-container); }
+img.ph-image { display: block; width: 100%; }
+`
+
+const listCSS = `
+body { font: 15px/1.4 system-ui, sans-serif; margin: 24px; color: #1d1b20; background: #fef7ff; }
+h1 { font-size: 22px; margin: 0 0 4px; } .who { color: #49454f; margin: 0 0 16px; }
+.inst { border: 1px solid #cac4d0; border-radius: 12px; padding: 12px 16px; margin: 0 0 12px; background: #fff; }
+.inst h2 { font-size: 17px; margin: 0 0 6px; } .inst .meta { color: #49454f; font-size: 13px; }
+.inst a { display: inline-block; margin: 6px 12px 0 0; color: #6750a4; }
+.off { color: #b3261e; } .err { color: #b3261e; }
+`
+
+// listJS fills the list from GraphQL: every Instance of every Installation,
+// with a link per screen and home extension.
+const listJS = `(function () {
+  'use strict';
+  var cfg = JSON.parse(document.getElementById('ph-list').textContent);
+  var list = document.getElementById('list');
+  function el(tag, cls, text) { var e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; }
+  fetch(location.origin + cfg.graphql, { method: 'POST', credentials: 'same-origin', cache: 'no-store',
+    headers: { 'Content-Type': 'application/json', 'X-Pluginhost-App': '1' },
+    body: JSON.stringify({ query: '{ installations { id name version instances { id name enabled } extensions { id point } } }' }) })
+  .then(function (r) { return r.json(); }).then(function (body) {
+    list.textContent = '';
+    if (body.errors || body.error) { list.appendChild(el('p', 'err', 'Could not list your plugins: ' + ((body.errors && body.errors[0].message) || body.error.message))); return; }
+    var n = 0;
+    body.data.installations.forEach(function (instl) {
+      instl.instances.forEach(function (inst) {
+        n++;
+        var box = el('div', 'inst');
+        box.setAttribute('data-instance', inst.id);
+        box.appendChild(el('h2', null, instl.name + ' · ' + inst.name));
+        box.appendChild(el('div', 'meta' + (inst.enabled ? '' : ' off'), 'version ' + instl.version + (inst.enabled ? '' : ' · disabled')));
+        instl.extensions.forEach(function (e) {
+          if (e.point !== 'screen' && e.point !== 'home') return;
+          var a = el('a', null, e.id + ' (' + e.point + ')');
+          a.href = '/app/' + encodeURIComponent(inst.id) + '/' + encodeURIComponent(e.id);
+          box.appendChild(a);
+        });
+        list.appendChild(box);
+      });
+    });
+    if (!n) list.appendChild(el('p', null, 'You have no plugin Instances yet.'));
+  }, function () { list.textContent = 'The server cannot be reached.'; });
+})();
+`
