@@ -1,0 +1,43 @@
+package capability_test
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"pluginhost/capability"
+	"pluginhost/internal/testenv"
+	"pluginhost/internal/wasmtest"
+	"pluginhost/models"
+	"pluginhost/sandbox"
+)
+
+// BenchmarkHostPathEcho: a whole run through the host, on SQLite, of the echo
+// module (which only answers its arguments): the Instance and its package
+// read, the module found, the storage snapshot read, the request written, the
+// run, the result read and checked, the audit record written. The host's
+// overhead per run is this minus the module's own time
+// (sandbox.BenchmarkEchoModuleOnly).
+func BenchmarkHostPathEcho(b *testing.B) {
+	h := newHostTB(b, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + b.TempDir() + "/pluginhost.db"})
+	call := capability.Call{UserID: h.user.ID, InstanceID: h.inst.ID, Capability: "notes.echo", Arguments: models.JSON(`{"a":1}`), Trigger: sandbox.TriggerInvoke}
+	if _, err := h.runs.Run(context.Background(), call); err != nil { // compile
+		b.Fatal(err)
+	}
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	cpu := wasmtest.CPUTime()
+	for range b.N {
+		begun := time.Now()
+		if _, err := h.runs.Run(context.Background(), call); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(begun))
+	}
+	wasmtest.ReportCPU(b, cpu)
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	at := func(p float64) float64 { return float64(ds[int(p*float64(len(ds)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(at(0.5), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+}

@@ -1,0 +1,215 @@
+// Package sandbox runs a plugin's capability: its WebAssembly module (a WASI
+// preview 1 command module) in a fresh instance that sees nothing of the host
+// but its standard streams, the clock and random bytes, within limits of wall
+// time, memory, output and runs at once. Run holds the whole path of one run,
+// in order, from the request to a checked result; it knows nothing of
+// databases, so that the server and `pluginhost run` share it. Applying the
+// result's host actions is the caller's.
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	"pluginhost/jsonschema"
+	"pluginhost/models"
+)
+
+// Triggers of a run.
+const (
+	TriggerInvoke   = "invoke"
+	TriggerSchedule = "schedule"
+	TriggerAI       = "ai"
+)
+
+// Request is the JSON object a module reads on its standard input.
+type Request struct {
+	Capability string          `json:"capability"`
+	Kind       string          `json:"kind"`
+	Trigger    string          `json:"trigger"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Query      *string         `json:"query"`
+	Instance   Instance        `json:"instance"`
+	// PluginStorage is present only when the manifest requests storage.
+	PluginStorage *PluginStorage `json:"plugin_storage,omitempty"`
+}
+
+// Instance says which Instance a run is for.
+type Instance struct {
+	ID             string `json:"id"`
+	InstallationID string `json:"installation_id"`
+	Generation     int64  `json:"generation"`
+}
+
+// PluginStorage is the snapshot of the Instance's storage a run reads.
+type PluginStorage struct {
+	StorageRevision int64             `json:"storage_revision"`
+	Namespaces      map[string][]Item `json:"namespaces"`
+}
+
+// Item is one stored item in the snapshot.
+type Item struct {
+	Key      string          `json:"key"`
+	Value    json.RawMessage `json:"value"`
+	Revision int64           `json:"revision"`
+}
+
+// Job is one run to make.
+type Job struct {
+	// Capability is the capability as the manifest declares it.
+	Capability models.Capability
+	// Module is its compiled module (Engine.Compile).
+	Module *Module
+	// Request is what the module reads; Request.Arguments nil is {}.
+	Request Request
+}
+
+// Result is a run that succeeded: the module's ExtensionResult, checked.
+type Result struct {
+	models.ExtensionResult
+	// HostActions is data.host_actions as the module returned it, nil when
+	// absent; applying them is the caller's.
+	HostActions json.RawMessage
+}
+
+// Report is what every run leaves, whether or not it succeeded.
+type Report struct {
+	Stderr   []byte
+	Duration time.Duration
+}
+
+// Run makes one run of a capability, in this order: check the arguments
+// against input_schema (BAD_USER_INPUT with each problem), write the request,
+// run the module within the limits, read one ExtensionResult from its output
+// (bad_output), and check data against output_schema (output_schema with each
+// problem). Any failure is an error and nothing of the output is returned.
+func (e *Engine) Run(ctx context.Context, job Job) (*Result, Report, error) {
+	var rep Report
+	capability := job.Capability
+	req := job.Request
+	if len(req.Arguments) == 0 || string(req.Arguments) == "null" {
+		req.Arguments = json.RawMessage("{}")
+	}
+
+	// 1. The arguments, against input_schema.
+	if err := checkArguments(capability, req.Arguments); err != nil {
+		return nil, rep, err
+	}
+	if job.Module == nil {
+		return nil, rep, models.CapabilityFailed(models.ReasonNoModule, "capability %s has no module to run", capability.ID)
+	}
+
+	// 2. The request, on standard input.
+	stdin, err := json.Marshal(req)
+	if err != nil {
+		return nil, rep, err
+	}
+
+	// 3. The module, in a fresh instance, within the limits.
+	begun := time.Now()
+	out, err := e.exec(ctx, job.Module, req.Instance.ID, stdin)
+	rep.Duration = time.Since(begun)
+	if out != nil {
+		rep.Stderr = out.Stderr
+	}
+	if err != nil {
+		return nil, rep, err
+	}
+
+	// 4. One ExtensionResult on standard output.
+	res, err := parseResult(out.Stdout, req.Instance.ID)
+	if err != nil {
+		return nil, rep, err
+	}
+
+	// 5. Its data, against output_schema.
+	if len(capability.OutputSchema) > 0 {
+		s, err := jsonschema.Compile(capability.OutputSchema, jsonschema.ObjectRoot)
+		if err != nil {
+			return nil, rep, err
+		}
+		v, err := jsonschema.Decode(res.Data)
+		if err != nil {
+			return nil, rep, models.CapabilityFailed(models.ReasonBadOutput, "data: %v", err)
+		}
+		if probs := s.Validate(v, "output_schema"); len(probs) > 0 {
+			e := models.CapabilityFailed(models.ReasonOutputSchema, "the result's data breaks the output_schema of %s at %q: %s", capability.ID, probs[0].Path, probs[0].Message)
+			e.Problems = probs
+			return nil, rep, e
+		}
+	}
+	return res, rep, nil
+}
+
+// checkArguments checks arguments, an object, against the capability's
+// input_schema when it declares one.
+func checkArguments(c models.Capability, args json.RawMessage) error {
+	v, err := jsonschema.Decode(args)
+	if err != nil {
+		return models.Errorf(models.ErrBadUserInput, "arguments are not valid JSON: %v", err)
+	}
+	if _, ok := v.(jsonschema.Members); !ok {
+		if _, ok := v.(map[string]any); !ok {
+			return models.Errorf(models.ErrBadUserInput, "arguments must be a JSON object")
+		}
+	}
+	if len(c.InputSchema) == 0 {
+		return nil
+	}
+	s, err := jsonschema.Compile(c.InputSchema, jsonschema.ObjectRoot)
+	if err != nil {
+		return err
+	}
+	if probs := s.Validate(v, "input_schema"); len(probs) > 0 {
+		e := models.Errorf(models.ErrBadUserInput, "the arguments break the input_schema of %s at %q: %s", c.ID, probs[0].Path, probs[0].Message)
+		e.Problems = probs
+		return e
+	}
+	return nil
+}
+
+// parseResult reads standard output as exactly one ExtensionResult: summary
+// a string, data an object, evidence (optional) about this Instance only.
+func parseResult(stdout []byte, instanceID string) (*Result, error) {
+	var raw struct {
+		Summary  *string           `json:"summary"`
+		Data     json.RawMessage   `json:"data"`
+		Evidence []models.Evidence `json:"evidence"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(stdout))
+	if err := dec.Decode(&raw); err != nil {
+		return nil, models.CapabilityFailed(models.ReasonBadOutput, "standard output is not one ExtensionResult object: %v", err)
+	}
+	if dec.More() {
+		return nil, models.CapabilityFailed(models.ReasonBadOutput, "standard output holds more than one JSON value")
+	}
+	if raw.Summary == nil {
+		return nil, models.CapabilityFailed(models.ReasonBadOutput, "the result has no summary string")
+	}
+	data := bytes.TrimSpace(raw.Data)
+	if len(data) == 0 || data[0] != '{' {
+		return nil, models.CapabilityFailed(models.ReasonBadOutput, "the result's data must be a JSON object")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, models.CapabilityFailed(models.ReasonBadOutput, "the result's data: %v", err)
+	}
+	for i, ev := range raw.Evidence {
+		if ev.InstanceID != instanceID || ev.Type != "plugin_storage" {
+			return nil, models.CapabilityFailed(models.ReasonBadOutput, "evidence[%d] must be plugin_storage evidence of this Instance", i)
+		}
+	}
+	res := &Result{ExtensionResult: models.ExtensionResult{Summary: *raw.Summary, Evidence: raw.Evidence}}
+	if res.Evidence == nil {
+		res.Evidence = []models.Evidence{}
+	}
+	var compact bytes.Buffer
+	json.Compact(&compact, data)
+	res.Data = compact.Bytes()
+	if ha, ok := fields["host_actions"]; ok && string(ha) != "null" {
+		res.HostActions = ha
+	}
+	return res, nil
+}

@@ -1,0 +1,355 @@
+// Package schedule runs the background capabilities of every enabled Instance
+// every schedule_seconds, across replicas that share a database: exactly one
+// replica runs a given Instance and capability per period.
+//
+// Each scheduled capability of each Instance has a row in
+// background_schedules whose next_run_at is when its next period starts. A
+// replica claims a due period by moving next_run_at on, in one UPDATE that
+// matches the value it read (and takes a lease until the run must be over);
+// only one UPDATE can match, so only one replica runs that period, and a
+// period that no replica claims while one is up is claimed at its next pass.
+// A failed run backs off: the next run is after the period doubled per
+// failure in a row, up to one hour (never sooner than the period).
+package schedule
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"sync"
+	"time"
+
+	"pluginhost/capability"
+	"pluginhost/database"
+	"pluginhost/models"
+	"pluginhost/sandbox"
+)
+
+// MaxBackoff bounds the wait after failed runs.
+const MaxBackoff = time.Hour
+
+// DefaultTick is how often a replica looks for due runs.
+const DefaultTick = time.Second
+
+// Scheduler runs due background capabilities.
+type Scheduler struct {
+	DB     *database.DB
+	Runner *capability.Service
+	// Owner names this replica in leases; random when empty.
+	Owner string
+	// Tick is how often to look for due runs; DefaultTick when zero.
+	Tick time.Duration
+	// Lease is how long a claimed run may take before another replica may
+	// claim the Instance's capability again; three wall times of a run when
+	// zero.
+	Lease time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	Log *slog.Logger
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Start looks for due runs every Tick until Close.
+func (s *Scheduler) Start(ctx context.Context) {
+	s.defaults()
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		defer close(s.done)
+		defer cancel()
+		t := time.NewTicker(s.Tick)
+		defer t.Stop()
+		for {
+			if err := s.Pass(ctx); err != nil && s.Log != nil && ctx.Err() == nil {
+				s.Log.Error("schedule: pass failed", "err", err)
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	go func() {
+		<-s.stop
+		cancel()
+	}()
+}
+
+// Close stops looking for runs and waits for the runs under way.
+func (s *Scheduler) Close() {
+	if s.stop == nil {
+		return
+	}
+	close(s.stop)
+	<-s.done
+}
+
+func (s *Scheduler) defaults() {
+	if s.Tick == 0 {
+		s.Tick = DefaultTick
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Lease == 0 {
+		s.Lease = 3 * s.Runner.Engine.Limits().Timeout
+	}
+	if s.Owner == "" {
+		b := make([]byte, 8)
+		rand.Read(b)
+		s.Owner = "replica-" + hex.EncodeToString(b)
+	}
+}
+
+// due is one period of one scheduled capability that may be claimed.
+type due struct {
+	InstanceID string
+	Capability string
+	NextRunAt  int64
+	Failures   int
+	UserID     string
+	period     time.Duration
+}
+
+// Pass makes one round: it adds the schedules of new Instances and
+// capabilities, claims every due period it can, runs them and records how
+// they ended. It returns when those runs are over.
+func (s *Scheduler) Pass(ctx context.Context) error {
+	s.defaults()
+	if err := s.sync(ctx); err != nil {
+		return err
+	}
+	now := s.Now()
+	var rows []due
+	err := s.DB.Read.WithContext(ctx).Table("background_schedules").
+		Select("background_schedules.instance_id, background_schedules.capability, background_schedules.next_run_at, background_schedules.failures, instances.user_id").
+		Joins("JOIN instances ON instances.id = background_schedules.instance_id").
+		Joins("JOIN installations ON installations.id = instances.installation_id").
+		Where("background_schedules.next_run_at <= ? AND background_schedules.lease_until <= ? AND instances.enabled = ? AND installations.status = ?",
+			now.UnixMicro(), now.UnixMicro(), true, models.InstallationInstalled).
+		Order("background_schedules.next_run_at").Limit(256).Scan(&rows).Error
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for _, d := range rows {
+		period, ok, err := s.period(ctx, d.InstanceID, d.Capability)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue // no longer scheduled: sync drops it
+		}
+		d.period = period
+		claimed, err := s.claim(ctx, d, now)
+		if err != nil {
+			return err
+		}
+		if !claimed {
+			continue // another replica owns this period
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.run(ctx, d)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// claim takes a due period: next_run_at moves to the next period, only if
+// no other replica moved it first.
+func (s *Scheduler) claim(ctx context.Context, d due, now time.Time) (bool, error) {
+	next := time.UnixMicro(d.NextRunAt).Add(d.period)
+	if !next.After(now) {
+		next = now.Add(d.period) // periods missed while no replica was up are not replayed
+	}
+	res := s.DB.Write.WithContext(ctx).Exec(`UPDATE background_schedules SET next_run_at = ?, lease_owner = ?, lease_until = ?
+		WHERE instance_id = ? AND capability = ? AND next_run_at = ? AND lease_until <= ?`,
+		next.UnixMicro(), s.Owner, now.Add(s.Lease).UnixMicro(), d.InstanceID, d.Capability, d.NextRunAt, now.UnixMicro())
+	return res.RowsAffected == 1, res.Error
+}
+
+// run makes the claimed run and records how it ended.
+func (s *Scheduler) run(ctx context.Context, d due) {
+	_, err := s.Runner.Run(ctx, capability.Call{UserID: d.UserID, InstanceID: d.InstanceID, Capability: d.Capability, Trigger: sandbox.TriggerSchedule})
+	if ctx.Err() != nil {
+		return // shutting down: the lease runs out and another replica takes over
+	}
+	now := s.Now()
+	outcome := capability.Outcome(err)
+	set := map[string]any{"last_run_at": now.UnixMicro(), "last_outcome": outcome, "lease_owner": "", "lease_until": 0, "failures": 0}
+	if err != nil {
+		failures := d.Failures + 1
+		set["failures"] = failures
+		set["next_run_at"] = now.Add(Backoff(d.period, failures)).UnixMicro()
+		if s.Log != nil {
+			s.Log.Warn("background run failed", "instance", d.InstanceID, "capability", d.Capability, "outcome", outcome, "failures", failures)
+		}
+	}
+	err = s.DB.Write.WithContext(context.WithoutCancel(ctx)).Table("background_schedules").
+		Where("instance_id = ? AND capability = ? AND lease_owner = ?", d.InstanceID, d.Capability, s.Owner).Updates(set).Error
+	if err != nil && s.Log != nil {
+		s.Log.Error("schedule: recording a run failed", "err", err, "instance", d.InstanceID, "capability", d.Capability)
+	}
+}
+
+// Backoff is the wait before the next run after failures failed runs in a
+// row: the period doubled per failure, at most MaxBackoff, never less than
+// the period.
+func Backoff(period time.Duration, failures int) time.Duration {
+	d := period
+	for i := 0; i < failures && d < MaxBackoff; i++ {
+		d *= 2
+	}
+	return max(min(d, MaxBackoff), period)
+}
+
+// period returns the schedule of an Instance's capability in its current
+// package, and whether it is still scheduled.
+func (s *Scheduler) period(ctx context.Context, instanceID, capabilityID string) (time.Duration, bool, error) {
+	var row struct {
+		InstallationID string
+		Generation     int64
+	}
+	err := s.DB.Read.WithContext(ctx).Table("instances").
+		Select("installations.id AS installation_id, installations.generation").
+		Joins("JOIN installations ON installations.id = instances.installation_id").
+		Where("instances.id = ?", instanceID).Limit(1).Scan(&row).Error
+	if err != nil || row.InstallationID == "" {
+		return 0, false, err
+	}
+	m, err := s.Runner.Manifest(ctx, row.InstallationID, row.Generation)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, c := range capability.Scheduled(m) {
+		if c.ID == capabilityID {
+			return time.Duration(c.ScheduleSeconds) * time.Second, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// sync adds a schedule, due at once, for every scheduled capability of every
+// enabled Instance that has none, and drops schedules of capabilities their
+// package no longer schedules.
+func (s *Scheduler) sync(ctx context.Context) error {
+	var instances []struct {
+		InstanceID     string
+		InstallationID string
+		Generation     int64
+	}
+	err := s.DB.Read.WithContext(ctx).Table("instances").
+		Select("instances.id AS instance_id, installations.id AS installation_id, installations.generation").
+		Joins("JOIN installations ON installations.id = instances.installation_id").
+		Where("instances.enabled = ? AND installations.status = ?", true, models.InstallationInstalled).
+		Scan(&instances).Error
+	if err != nil {
+		return err
+	}
+	var existing []struct {
+		InstanceID string
+		Capability string
+	}
+	if err := s.DB.Read.WithContext(ctx).Table("background_schedules").Select("instance_id, capability").Scan(&existing).Error; err != nil {
+		return err
+	}
+	have := map[[2]string]bool{}
+	for _, e := range existing {
+		have[[2]string{e.InstanceID, e.Capability}] = true
+	}
+	now := s.Now().UnixMicro()
+	for _, in := range instances {
+		m, err := s.Runner.Manifest(ctx, in.InstallationID, in.Generation)
+		if err != nil {
+			return err
+		}
+		scheduled := map[string]bool{}
+		for _, c := range capability.Scheduled(m) {
+			scheduled[c.ID] = true
+			if have[[2]string{in.InstanceID, c.ID}] {
+				continue
+			}
+			err := s.DB.Write.WithContext(ctx).Exec(`INSERT INTO background_schedules
+				(instance_id, capability, next_run_at, lease_owner, lease_until, last_run_at, last_outcome, failures)
+				VALUES (?, ?, ?, '', 0, 0, '', 0)`, in.InstanceID, c.ID, now).Error
+			if err != nil && !database.IsDuplicate(err) {
+				return err
+			}
+		}
+		for _, e := range existing {
+			if e.InstanceID == in.InstanceID && !scheduled[e.Capability] {
+				s.DB.Write.WithContext(ctx).Exec("DELETE FROM background_schedules WHERE instance_id = ? AND capability = ?", e.InstanceID, e.Capability)
+			}
+		}
+	}
+	return nil
+}
+
+// Run is the state of one background capability of an Instance.
+type Run struct {
+	Capability      string
+	ScheduleSeconds int
+	LastRunAt       *time.Time
+	LastOutcome     string
+	NextRunAt       time.Time
+	Failures        int
+}
+
+// Runs returns the schedule of every scheduled background capability of an
+// Instance (one the caller may see): a capability not yet picked up by a
+// replica is due now.
+func (s *Scheduler) Runs(ctx context.Context, inst *models.Instance) ([]Run, error) {
+	var gen int64
+	if err := s.DB.Read.WithContext(ctx).Table("installations").Select("generation").Where("id = ?", inst.InstallationID).Limit(1).Scan(&gen).Error; err != nil {
+		return nil, err
+	}
+	m, err := s.Runner.Manifest(ctx, inst.InstallationID, gen)
+	if err != nil {
+		return nil, err
+	}
+	var rows []struct {
+		Capability  string
+		NextRunAt   int64
+		LastRunAt   int64
+		LastOutcome string
+		Failures    int
+	}
+	err = s.DB.Read.WithContext(ctx).Table("background_schedules").
+		Select("capability, next_run_at, last_run_at, last_outcome, failures").
+		Where("instance_id = ?", inst.ID).Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	out := []Run{}
+	for _, c := range capability.Scheduled(m) {
+		r := Run{Capability: c.ID, ScheduleSeconds: c.ScheduleSeconds, NextRunAt: now}
+		for _, row := range rows {
+			if row.Capability != c.ID {
+				continue
+			}
+			r.NextRunAt = time.UnixMicro(row.NextRunAt)
+			r.Failures = row.Failures
+			if row.LastRunAt > 0 {
+				t := time.UnixMicro(row.LastRunAt)
+				r.LastRunAt, r.LastOutcome = &t, row.LastOutcome
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (s *Scheduler) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}

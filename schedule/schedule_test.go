@@ -1,0 +1,307 @@
+package schedule_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"pluginhost/database"
+	"pluginhost/internal/fixture"
+	"pluginhost/internal/testenv"
+	"pluginhost/internal/wasmtest"
+	"pluginhost/models"
+	"pluginhost/sandbox"
+	"pluginhost/schedule"
+	"pluginhost/storage"
+)
+
+// clock is a shared fake clock: the test moves time on by whole periods.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+type world struct {
+	env      *fixture.Env
+	clock    *clock
+	replicas []*schedule.Scheduler
+	user     *models.User
+	intl     *models.Installation
+	inst     *models.Instance
+}
+
+func manifest(dataPolicy string) map[string]any {
+	m := fixture.Manifest("com.example.tick", fixture.NS("notes", 4096))
+	if dataPolicy != "" {
+		m["data_policy"] = dataPolicy
+	}
+	m["capabilities"] = []any{
+		map[string]any{"id": "notes.tick", "kind": "background", "description": "counts", "module": "capabilities/tick.wasm", "schedule_seconds": 30},
+		map[string]any{"id": "notes.fail", "kind": "background", "description": "fails", "module": "capabilities/exit3.wasm", "schedule_seconds": 60},
+	}
+	return m
+}
+
+// newWorld installs the plugin and starts two replicas, each with its own
+// database connection and engine, on the same database.
+func newWorld(t *testing.T, b testenv.Backend) *world {
+	t.Helper()
+	return newWorldWithPolicy(t, b, "")
+}
+
+// newWorldWithPolicy is newWorld for a plugin with the given data_policy.
+func newWorldWithPolicy(t *testing.T, b testenv.Backend, dataPolicy string) *world {
+	t.Helper()
+	w := &world{env: fixture.New(t, b), clock: &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	w.user = w.env.User(t, "alice")
+	files := map[string][]byte{
+		"capabilities/tick.wasm":  wasmtest.Module(t, "testdata/modules", "tick"),
+		"capabilities/exit3.wasm": wasmtest.Module(t, "../sandbox/testdata/modules", "exit3"),
+	}
+	var err error
+	if w.intl, err = w.env.Life.Install(context.Background(), w.user, w.env.Package(t, manifest(dataPolicy), files)); err != nil {
+		t.Fatal(err)
+	}
+	w.inst = w.env.Instance(t, w.user, w.intl)
+	for i := range 2 {
+		db := w.env.DB
+		store := w.env.Store
+		if i > 0 {
+			if db, err = database.Open(b.DSN); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			store = &storage.Service{DB: db, Bus: w.env.Bus}
+		}
+		env := *w.env
+		env.DB, env.Store = db, store
+		runs := env.Capabilities(t, sandbox.Limits{})
+		w.replicas = append(w.replicas, &schedule.Scheduler{DB: db, Runner: runs, Now: w.clock.Now, Owner: []string{"a", "b"}[i]})
+	}
+	return w
+}
+
+// pass runs one pass of every replica at once.
+func (w *world) pass(t *testing.T) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(w.replicas))
+	for _, r := range w.replicas {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- r.Pass(context.Background())
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runs counts the audited background runs of a capability.
+func (w *world) runs(t *testing.T, capabilityID string) int {
+	t.Helper()
+	n := 0
+	for cursor := int64(0); ; {
+		entries, more, err := w.env.Store.Audit(context.Background(), w.user.ID, storage.AuditQuery{Actor: storage.ActorBackground, Limit: 100, Before: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Operation == storage.OperationRun && e.Capability == capabilityID {
+				n++
+			}
+			cursor = e.ID
+		}
+		if !more {
+			return n
+		}
+	}
+}
+
+func (w *world) ticks(t *testing.T) int {
+	t.Helper()
+	res, err := w.env.Store.Get(context.Background(), storage.Caller{UserID: w.user.ID}, w.inst.ID, "notes", "ticks")
+	if err != nil {
+		return 0
+	}
+	var d models.ItemData
+	json.Unmarshal(res.Data, &d)
+	var n int
+	json.Unmarshal(d.Item.Value, &n)
+	return n
+}
+
+// Two replicas on one database: each period of each Instance's capability
+// runs exactly once, none is skipped, and its host actions change storage.
+func TestExactlyOneReplicaPerPeriod(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		w := newWorld(t, b)
+		sub := w.env.Bus.Subscribe(w.inst.ID)
+		defer sub.Close()
+		const periods = 6
+		for p := 1; p <= periods; p++ {
+			w.pass(t)
+			w.pass(t) // a second pass within the same period runs nothing
+			if got := w.runs(t, "notes.tick"); got != p {
+				t.Fatalf("after period %d: %d runs of notes.tick, want %d", p, got, p)
+			}
+			w.clock.add(30 * time.Second)
+		}
+		if got := w.ticks(t); got != periods {
+			t.Fatalf("ticks = %d, want %d: each run's host actions apply once", got, periods)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if c, ok := sub.Next(ctx); !ok || c.Key == nil || *c.Key != "ticks" {
+			t.Fatalf("a subscriber did not get the background run's change: %+v", c)
+		}
+	})
+}
+
+// A disabled Instance and an uninstalled plugin stop running; re-enabling
+// resumes.
+func TestDisabledAndUninstalledStop(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		w := newWorld(t, b)
+		ctx := context.Background()
+		w.pass(t)
+		if _, err := w.env.Life.SetInstanceEnabled(ctx, w.user, w.inst.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			w.clock.add(30 * time.Second)
+			w.pass(t)
+		}
+		if got := w.runs(t, "notes.tick"); got != 1 {
+			t.Fatalf("%d runs; a disabled Instance ran", got)
+		}
+		if _, err := w.env.Life.SetInstanceEnabled(ctx, w.user, w.inst.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		w.pass(t)
+		if got := w.runs(t, "notes.tick"); got != 2 {
+			t.Fatalf("%d runs after re-enabling, want 2", got)
+		}
+		if err := w.env.Life.Uninstall(ctx, w.user, w.intl.ID); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			w.clock.add(30 * time.Second)
+			w.pass(t)
+		}
+		if got := w.runs(t, "notes.tick"); got != 2 {
+			t.Fatalf("%d runs; an uninstalled plugin ran", got)
+		}
+	})
+}
+
+// Uninstall with purge deletes the plugin's schedules and stored modules
+// with its Instances; retain keeps them for a reinstall.
+func TestUninstallPurgesSchedulesAndModules(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		for _, tt := range []struct {
+			policy string
+			left   bool
+		}{{models.DataPolicyPurge, false}, {models.DataPolicyRetain, true}} {
+			t.Run(tt.policy, func(t *testing.T) {
+				w := newWorldWithPolicy(t, b, tt.policy)
+				w.pass(t)
+				count := func(table, column, id string) int64 {
+					var n int64
+					if err := w.env.DB.Read.Table(table).Where(column+" = ?", id).Count(&n).Error; err != nil {
+						t.Fatal(err)
+					}
+					return n
+				}
+				if count("background_schedules", "instance_id", w.inst.ID) == 0 || count("capability_modules", "installation_id", w.intl.ID) == 0 {
+					t.Fatal("no schedule or module rows before the uninstall")
+				}
+				if err := w.env.Life.Uninstall(context.Background(), w.user, w.intl.ID); err != nil {
+					t.Fatal(err)
+				}
+				schedules, modules := count("background_schedules", "instance_id", w.inst.ID), count("capability_modules", "installation_id", w.intl.ID)
+				if (schedules > 0) != tt.left || (modules > 0) != tt.left {
+					t.Fatalf("after uninstall (%s): %d schedules, %d modules left", tt.policy, schedules, modules)
+				}
+			})
+		}
+	})
+}
+
+// A failing run backs off, doubling from its period up to one hour, and
+// backgroundRuns shows it.
+func TestFailingRunBacksOff(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		w := newWorld(t, b)
+		r := w.replicas[0]
+		start := w.clock.Now()
+		var runAt []time.Duration
+		for w.clock.Now().Sub(start) <= 16*time.Minute {
+			before := w.runs(t, "notes.fail")
+			w.pass(t)
+			if w.runs(t, "notes.fail") > before {
+				runAt = append(runAt, w.clock.Now().Sub(start))
+			}
+			w.clock.add(30 * time.Second)
+		}
+		want := []time.Duration{0, 2 * time.Minute, 6 * time.Minute, 14 * time.Minute} // waits of 120 s, 240 s, 480 s
+		if len(runAt) != len(want) {
+			t.Fatalf("failing runs at %v, want %v", runAt, want)
+		}
+		for i := range want {
+			if runAt[i] != want[i] {
+				t.Fatalf("failing runs at %v, want %v", runAt, want)
+			}
+		}
+		runs, err := r.Runs(context.Background(), w.inst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fail *schedule.Run
+		for i := range runs {
+			if runs[i].Capability == "notes.fail" {
+				fail = &runs[i]
+			}
+		}
+		if fail == nil || fail.Failures != 4 || fail.LastOutcome != models.ReasonExit || fail.ScheduleSeconds != 60 {
+			t.Fatalf("backgroundRuns %+v", runs)
+		}
+	})
+}
+
+func TestBackoff(t *testing.T) {
+	for _, tt := range []struct {
+		period   time.Duration
+		failures int
+		want     time.Duration
+	}{
+		{30 * time.Second, 0, 30 * time.Second},
+		{30 * time.Second, 1, time.Minute},
+		{30 * time.Second, 7, time.Hour},
+		{30 * time.Second, 100, time.Hour},
+		{24 * time.Hour, 3, 24 * time.Hour},
+	} {
+		if got := schedule.Backoff(tt.period, tt.failures); got != tt.want {
+			t.Errorf("Backoff(%s, %d) = %s, want %s", tt.period, tt.failures, got, tt.want)
+		}
+	}
+}
