@@ -26,6 +26,8 @@ func statusOf(code models.Code) int {
 		return http.StatusConflict
 	case models.ErrQuotaExceeded, models.ErrImageRejected:
 		return http.StatusUnprocessableEntity
+	case models.ErrCapabilityFailed:
+		return http.StatusUnprocessableEntity
 	case models.ErrInvalid, models.ErrBadUserInput, models.ErrPackageRejected, models.ErrMigrationFailed:
 		return http.StatusBadRequest
 	}
@@ -77,10 +79,19 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 			if len(appErr.Problems) > 0 {
 				gqlErr.Extensions["problems"] = appErr.Problems
 			}
+			if appErr.Reason != "" {
+				gqlErr.Extensions["reason"] = appErr.Reason
+			}
+			if appErr.ExitCode != nil {
+				gqlErr.Extensions["exitCode"] = *appErr.ExitCode
+			}
 			return gqlErr
 		}
 		var already *gqlerror.Error
 		if errors.As(err, &already) && already.Extensions["code"] != nil {
+			if already.Extensions["code"] == string(models.ErrBadUserInput) {
+				return already // a limit of the host's, with its reason
+			}
 			// A validation error of the GraphQL layer (wrong argument type, ...).
 			already.Extensions["reason"] = already.Extensions["code"]
 			already.Extensions["code"] = string(models.ErrBadUserInput)

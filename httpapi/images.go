@@ -5,6 +5,7 @@ import (
 
 	"pluginhost/auth"
 	"pluginhost/lifecycle"
+	"pluginhost/metrics"
 	"pluginhost/models"
 )
 
@@ -36,10 +37,12 @@ func images(life *lifecycle.Service, proxy ImageFetcher, s *Server) http.Handler
 			return
 		}
 		if !instl.Manifest.HasPermission(models.PermissionNetwork) {
+			metrics.ImageDenied()
 			writeError(w, r, s.Log, models.Errorf(models.ErrImageDenied, "plugin %s does not request the network permission, so it may not show images", instl.PluginID))
 			return
 		}
 		if !inst.HasGrant(models.PermissionNetwork) {
+			metrics.ImageDenied()
 			writeError(w, r, s.Log, models.Errorf(models.ErrImageDenied, "instance %q has no network grant; grant it with setInstanceGrant to show images", inst.ID))
 			return
 		}

@@ -5,15 +5,13 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
-	"encoding/base64"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"strings"
 	"time"
-
-	"github.com/99designs/gqlgen/graphql/playground"
 
 	"pluginhost/auth"
 	"pluginhost/database"
@@ -21,10 +19,6 @@ import (
 	"pluginhost/models"
 	"pluginhost/storage"
 )
-
-// MaxGraphQLBody bounds a GraphQL request body: room for the base64 of the
-// largest package.
-const MaxGraphQLBody = 12 << 20
 
 // Server holds what the HTTP handlers call.
 type Server struct {
@@ -35,6 +29,9 @@ type Server struct {
 	DB      *database.DB
 	// GraphQL serves /graphql (HTTP and websocket upgrades).
 	GraphQL http.Handler
+	// Limiter holds the bounds on GraphQL requests (see Limits); the same
+	// one must be given to NewGraphQL and NewSockets.
+	Limiter *Limiter
 	// Playground enables GET /playground for admins.
 	Playground bool
 	// Lifecycle and ImageProxy serve ui-images:fetch; a nil ImageProxy disables it.
@@ -55,8 +52,10 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/graphql", s.graphql())
 	if s.Playground {
 		mux.Handle("GET /playground", s.playground())
+		mux.HandleFunc("GET /playground/assets/{file}", playgroundAsset)
 	}
 	mux.HandleFunc("GET /dashboard", s.dashboard)
+	s.mountApp(mux) // the web host: /app (app.go)
 	mux.Handle("/debug/pprof/", s.authenticated(s.admin(http.HandlerFunc(pprof.Index))))
 	mux.Handle("/debug/pprof/profile", s.authenticated(s.admin(http.HandlerFunc(pprof.Profile))))
 	mux.Handle("/debug/pprof/trace", s.authenticated(s.admin(http.HandlerFunc(pprof.Trace))))
@@ -110,7 +109,12 @@ func (s *Server) admin(next http.Handler) http.Handler {
 // authenticate in connection_init instead.
 func (s *Server) graphql() http.Handler {
 	authed := s.authenticated(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, MaxGraphQLBody)
+		user, _ := auth.UserFrom(r.Context())
+		release, ok := s.admitGraphQL(w, r, user.ID)
+		if !ok {
+			return
+		}
+		defer release()
 		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 		defer cancel()
 		s.GraphQL.ServeHTTP(w, r.WithContext(ctx))
@@ -124,6 +128,25 @@ func (s *Server) graphql() http.Handler {
 	})
 }
 
+// admitGraphQL takes a place among the GraphQL requests in flight for the
+// user and charges the work of a request, or answers 429 or 503 and reports
+// false. The caller calls release when the request is answered.
+func (s *Server) admitGraphQL(w http.ResponseWriter, r *http.Request, userID string) (release func(), ok bool) {
+	release, err := s.Limiter.g.admit(r.Context(), userID)
+	if err == nil {
+		if err = s.Limiter.g.spend(r.Context(), userID, RequestWork); err != nil {
+			release()
+		}
+	}
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		media, _ := negotiate(r.Header.Get("Accept"))
+		writeRequestError(w, cmp.Or(media, mediaJSON), busy(err))
+		return nil, false
+	}
+	return release, true
+}
+
 // resetStorage is DELETE /v1/plugin-instances/{instance_id}/storage.
 func (s *Server) resetStorage(w http.ResponseWriter, r *http.Request) {
 	user, _ := auth.UserFrom(r.Context())
@@ -135,27 +158,4 @@ func (s *Server) resetStorage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.Log.Info("instance storage reset", "instance", id, "user", user.ID, "deleted_items", n, "via", "rest")
 	writeJSON(w, http.StatusOK, map[string]any{"instance_id": id, "deleted_items": n})
-}
-
-// playground serves GraphiQL to admins. A browser cannot send a bearer header
-// when opening a page, so the page also accepts HTTP Basic authentication with
-// the token as the password; the page then sends the token as a bearer header
-// with every operation.
-func (s *Server) playground() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, token, ok := s.pageUser(w, r, "pluginhost playground")
-		if !ok {
-			return
-		}
-		if !user.Admin {
-			writeError(w, r, s.Log, models.Errorf(models.ErrForbidden, "the playground is for admins"))
-			return
-		}
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Referrer-Policy", "no-referrer")
-		playground.Handler("pluginhost", "/graphql",
-			playground.WithGraphiqlFetcherHeaders(map[string]string{"Authorization": "Bearer " + token}),
-			playground.WithStoragePrefix("pluginhost-"+base64.RawURLEncoding.EncodeToString([]byte(user.ID))),
-		).ServeHTTP(w, r)
-	})
 }

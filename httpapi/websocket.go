@@ -1,13 +1,16 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +21,7 @@ import (
 
 	"pluginhost/auth"
 	"pluginhost/live"
+	"pluginhost/models"
 )
 
 // Websocket timing and sizes.
@@ -42,10 +46,15 @@ type Sockets struct {
 	Log  *slog.Logger
 	// InitTimeout is how long a client has to send connection_init.
 	InitTimeout time.Duration
+	// Limiter bounds the websockets open at once, per user and over the
+	// server (MaxWebsocketsPerUser, MaxWebsockets); nil takes the defaults.
+	Limiter *Limiter
 
 	upgrader websocket.Upgrader
 	mu       sync.Mutex
 	conns    map[*wsConn]struct{}
+	users    map[string]int // open, initialised websockets by user id
+	reserved int            // places taken by upgrades under way (see reserve)
 	closed   bool
 	stop     chan struct{}
 	done     chan struct{}
@@ -54,7 +63,7 @@ type Sockets struct {
 // NewSockets starts the shared pinger; Shutdown stops it.
 func NewSockets(a *auth.Service, log *slog.Logger) *Sockets {
 	s := &Sockets{
-		Auth: a, Log: log, InitTimeout: DefaultInitTimeout, conns: map[*wsConn]struct{}{}, stop: make(chan struct{}), done: make(chan struct{}),
+		Auth: a, Log: log, InitTimeout: DefaultInitTimeout, conns: map[*wsConn]struct{}{}, users: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{}),
 		upgrader: websocket.Upgrader{
 			HandshakeTimeout: 10 * time.Second,
 			ReadBufferSize:   256, // client messages are small; larger ones are read in parts
@@ -96,6 +105,12 @@ func (s *Sockets) init(ctx context.Context, payload transport.InitPayload) (cont
 		}
 	}
 	// A refused connection closes with 4403 Forbidden, as graphql-transport-ws prescribes.
+	if user, ok := auth.UserFrom(ctx); ok { // authenticated at the handshake (ServeAs)
+		if c, ok := ctx.Value(upgradedKey{}).(*wsConn); ok && !s.countUser(c, user.ID) {
+			return s.tooManySockets(ctx)
+		}
+		return live.WithConn(ctx, &live.Conn{}), nil, nil
+	}
 	forbidden := transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, 4403), "Forbidden")
 	token, ok := auth.FromHeader(header)
 	if !ok {
@@ -105,8 +120,41 @@ func (s *Sockets) init(ctx context.Context, payload transport.InitPayload) (cont
 	if err != nil {
 		return forbidden, nil, errors.New("the bearer token is not valid")
 	}
+	if c, ok := ctx.Value(upgradedKey{}).(*wsConn); ok {
+		if !s.countUser(c, user.ID) {
+			return s.tooManySockets(ctx)
+		}
+		c.token.Store(auth.HashToken(token))
+	}
 	ctx = auth.WithUser(ctx, user)
 	return live.WithConn(ctx, &live.Conn{}), nil, nil
+}
+
+// tooManySockets refuses a websocket past the user's bound.
+func (s *Sockets) tooManySockets(ctx context.Context) (context.Context, *transport.InitPayload, error) {
+	return transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, CloseUserSocketLimit), "too many websockets for this user"),
+		nil, fmt.Errorf("this user already holds %d websockets, the most allowed", s.limits().MaxWebsocketsPerUser)
+}
+
+func (s *Sockets) limits() *Limits {
+	if s.Limiter == nil {
+		s.Limiter = NewLimiter(Limits{})
+	}
+	return &s.Limiter.Limits
+}
+
+// countUser counts c as one of the user's websockets, unless the user holds
+// MaxWebsocketsPerUser already.
+func (s *Sockets) countUser(c *wsConn, user string) bool {
+	max := s.limits().MaxWebsocketsPerUser
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.users[user] >= max {
+		return false
+	}
+	s.users[user]++
+	c.user = user
+	return true
 }
 
 // subprotocols are the GraphQL websocket protocols gqlgen speaks.
@@ -118,19 +166,42 @@ type upgradedKey struct{}
 // goroutine of its own, so that net/http's goroutine, buffers and request
 // (about 10 KiB) are released instead of living as long as the socket.
 func (s *Sockets) Serve(w http.ResponseWriter, r *http.Request, gql http.Handler) {
+	s.serve(w, r, gql, nil, "")
+}
+
+// ServeAs is Serve for a handshake that was already authenticated as user
+// (the web host's pages, whose browser sends the page's credentials with the
+// handshake): connection_init then needs no token.
+// token is the page's credential, so that revoking it closes the socket.
+func (s *Sockets) ServeAs(w http.ResponseWriter, r *http.Request, gql http.Handler, user *models.User, token string) {
+	s.serve(w, r, gql, user, token)
+}
+
+func (s *Sockets) serve(w http.ResponseWriter, r *http.Request, gql http.Handler, user *models.User, token string) {
 	u := s.upgrader
 	u.Subprotocols = subprotocols
+	reserved := s.reserve()
 	ws, err := u.Upgrade(w, r, nil)
 	if err != nil {
+		if reserved {
+			s.unreserve()
+		}
 		return // the upgrader has answered the client
 	}
-	c, err := s.register(ws)
+	c, err := s.register(ws, reserved)
 	if err != nil {
 		return
 	}
+	if token != "" {
+		c.token.Store(auth.HashToken(token))
+	}
 	// gqlgen needs only the upgrade header to pick its websocket transport,
 	// which takes the connection from the context (see Accept).
-	req := upgraded.WithContext(context.WithValue(context.Background(), upgradedKey{}, c))
+	base := context.Background()
+	if user != nil {
+		base = auth.WithUser(base, user)
+	}
+	req := upgraded.WithContext(context.WithValue(base, upgradedKey{}, c))
 	go gql.ServeHTTP(discard{}, req)
 }
 
@@ -158,21 +229,53 @@ func (s *Sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.
 }
 
 // register sets a new connection up and records it.
-func (s *Sockets) register(ws *websocket.Conn) (*wsConn, error) {
-	c := &wsConn{ws: ws, owner: s}
+func (s *Sockets) register(ws *websocket.Conn, reserved bool) (*wsConn, error) {
+	c := &wsConn{ws: ws, owner: s, active: map[string]bool{}}
 	ws.SetReadLimit(MaxMessage)
 	ws.SetReadDeadline(time.Now().Add(PeerTimeout))
 	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(PeerTimeout)) })
 	s.mu.Lock()
+	if reserved {
+		s.reserved--
+	}
 	if s.closed {
 		s.mu.Unlock()
 		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
 		ws.Close()
 		return nil, errors.New("server shutting down")
 	}
+	if !reserved {
+		s.mu.Unlock()
+		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(CloseServerSocketLimit,
+			"the server holds too many websockets; try again later"), time.Now().Add(time.Second))
+		ws.Close()
+		return nil, errors.New("websocket limit")
+	}
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
 	return c, nil
+}
+
+// reserve takes a place among the server's websockets before the upgrade
+// is answered, so that a client that sees its upgrade accepted is counted
+// before the next one is; it reports false when the server is full or
+// shutting down.
+func (s *Sockets) reserve() bool {
+	max := s.limits().MaxWebsockets
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || len(s.conns)+s.reserved >= max {
+		return false
+	}
+	s.reserved++
+	return true
+}
+
+// unreserve gives back a place taken by reserve for an upgrade that failed.
+func (s *Sockets) unreserve() {
+	s.mu.Lock()
+	s.reserved--
+	s.mu.Unlock()
 }
 
 // Connections returns how many websockets are open.
@@ -207,11 +310,12 @@ func (s *Sockets) pinger() {
 	}
 }
 
-// Shutdown closes every websocket with "going away" and stops the pinger.
-// Connections first get up to a second to write what they were given since
-// begun (the subscriptions' final errors, handed to them as the server
-// stopped), so that clients learn why before the socket closes.
-func (s *Sockets) Shutdown(begun time.Time) {
+// Shutdown closes every websocket with the protocol's "going away" close
+// (1001), which tells graphql-ws clients to reconnect, to another replica,
+// and resubscribe; subscriptions are not ended with an error first, which
+// clients would take as final. It stops the pinger; connections upgraded
+// later are closed the same way at once.
+func (s *Sockets) Shutdown() {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -225,27 +329,63 @@ func (s *Sockets) Shutdown(begun time.Time) {
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
-	deadline := begun.Add(time.Second)
-	for _, c := range conns {
-		for c.lastWrite.Load() < begun.UnixNano() && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 	for _, c := range conns {
 		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
 		c.Close()
 	}
 }
 
-// wsConn adapts a gorilla connection to gqlgen's transport.
-type wsConn struct {
-	ws        *websocket.Conn
-	owner     *Sockets
-	wmu       sync.Mutex // one writer at a time
-	once      sync.Once
-	lastWrite atomic.Int64 // unix nanoseconds of the last message written
+// CloseToken closes every websocket that authenticated with the token of
+// this hash (revoked), with 4403 Forbidden as for a refused connection_init.
+func (s *Sockets) CloseToken(hash string) {
+	s.mu.Lock()
+	var conns []*wsConn
+	for c := range s.conns {
+		if h, _ := c.token.Load().(string); h == hash {
+			conns = append(conns, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(4403, "Forbidden: the token was revoked"), time.Now().Add(time.Second))
+		c.Close()
+	}
 }
 
+// wsConn adapts a gorilla connection to gqlgen's transport.
+type wsConn struct {
+	ws    *websocket.Conn
+	owner *Sockets
+	wmu   sync.Mutex // one writer at a time
+	once  sync.Once
+	token atomic.Value // string: the hash of the token connection_init gave
+	user  string       // the authenticated user, once counted
+
+	pmu    sync.Mutex
+	inited bool            // connection_init was received
+	active map[string]bool // ids of operations in progress
+}
+
+// Close codes of the graphql-transport-ws protocol that the host enforces
+// itself, for both subprotocols.
+const (
+	closeInvalidMessage    = 4400
+	closeUnauthorized      = 4401
+	closeDuplicateID       = 4409
+	closeTooManyInitialise = 4429
+)
+
+// envelope is what the protocol checks read of a client message.
+type envelope struct {
+	Type *string `json:"type"`
+	ID   *string `json:"id"`
+}
+
+// NextReader reads the next message whole (within MaxMessage) and checks it
+// against the protocol before gqlgen sees it: a message that is not a JSON
+// object with a known type closes 4400, a second connection_init 4429, an
+// operation before connection_init 4401, and an operation id already in
+// progress 4409, as graphql-transport-ws prescribes.
 func (c *wsConn) NextReader() (int, io.Reader, error) {
 	t, r, err := c.ws.NextReader()
 	if err != nil {
@@ -255,7 +395,86 @@ func (c *wsConn) NextReader() (int, io.Reader, error) {
 		return t, nil, err
 	}
 	c.ws.SetReadDeadline(time.Now().Add(PeerTimeout))
-	return t, r, nil
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return t, nil, err
+	}
+	if code, reason := c.check(b); code != 0 {
+		c.WriteClose(code, reason)
+		c.Close()
+		return t, nil, transport.ErrWebsocketClosed
+	}
+	return t, bytes.NewReader(b), nil
+}
+
+// check applies the protocol rules to one client message.
+func (c *wsConn) check(b []byte) (int, string) {
+	var e envelope
+	if err := json.Unmarshal(b, &e); err != nil || e.Type == nil {
+		return closeInvalidMessage, "Invalid message received"
+	}
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	switch *e.Type {
+	case "connection_init":
+		if c.inited {
+			return closeTooManyInitialise, "Too many initialisation requests"
+		}
+		c.inited = true
+	case "subscribe", "start":
+		if e.ID == nil || *e.ID == "" {
+			return closeInvalidMessage, "Invalid message received: an operation needs an id"
+		}
+		if !c.inited {
+			return closeUnauthorized, "Unauthorized"
+		}
+		if c.active[*e.ID] {
+			return closeDuplicateID, "Subscriber for " + truncate(*e.ID, 64) + " already exists"
+		}
+		if len(c.active) >= maxOperationsPerSocket {
+			return closeInvalidMessage, "too many operations in progress on this websocket"
+		}
+		c.active[*e.ID] = true
+	case "complete", "stop":
+		if e.ID != nil {
+			delete(c.active, *e.ID)
+		}
+	case "ping", "pong", "connection_terminate":
+	default:
+		return closeInvalidMessage, "Invalid message received: unknown type"
+	}
+	return 0, ""
+}
+
+// maxOperationsPerSocket bounds the operation ids one websocket tracks; the
+// subscriptions among them are bounded lower by the hub.
+const maxOperationsPerSocket = 1000
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// ended forgets an operation id once the server has completed it.
+func (c *wsConn) ended(v any) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer {
+		rv = rv.Elem()
+	}
+	if rv.Kind() != reflect.Struct {
+		return
+	}
+	typ, id := rv.FieldByName("Type"), rv.FieldByName("ID")
+	if !typ.IsValid() || !id.IsValid() || typ.Kind() != reflect.String || id.Kind() != reflect.String {
+		return
+	}
+	if t := typ.String(); t == "complete" || t == "error" {
+		c.pmu.Lock()
+		delete(c.active, id.String())
+		c.pmu.Unlock()
+	}
 }
 
 func (c *wsConn) WriteJSON(v any) error {
@@ -263,12 +482,11 @@ func (c *wsConn) WriteJSON(v any) error {
 	if err != nil {
 		return err
 	}
+	c.ended(v)
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	err = c.ws.WriteMessage(websocket.TextMessage, b)
-	c.lastWrite.Store(time.Now().UnixNano())
-	return err
+	return c.ws.WriteMessage(websocket.TextMessage, b)
 }
 
 func (c *wsConn) WriteClose(code int, message string) error {
@@ -295,6 +513,11 @@ func (c *wsConn) Close() error {
 	c.once.Do(func() {
 		c.owner.mu.Lock()
 		delete(c.owner.conns, c)
+		if c.user != "" {
+			if c.owner.users[c.user]--; c.owner.users[c.user] <= 0 {
+				delete(c.owner.users, c.user)
+			}
+		}
 		c.owner.mu.Unlock()
 		err = c.ws.Close()
 	})

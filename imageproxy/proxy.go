@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 
+	"pluginhost/metrics"
 	"pluginhost/models"
 )
 
@@ -84,6 +85,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, userID string) {
 
 	if wait, ok := p.allow(userID, time.Now()); !ok {
 		log.LogAttrs(r.Context(), slog.LevelInfo, "ui image rate limited", slog.String("user", userID))
+		metrics.ImageProxy("rate_limited")
 		writeRateLimited(w, wait, "too many image requests")
 		return
 	}
@@ -95,6 +97,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, userID string) {
 	if err := dec.Decode(&req); err != nil || req.URL == nil || dec.More() {
 		rej := reject(ReasonInvalidURL, "request body is not {\"url\": string} within %d bytes", MaxRequestBytes)
 		p.logRejection(r.Context(), log, userID, rej)
+		metrics.ImageProxy(rej.Reason)
 		writeRejection(w, rej)
 		return
 	}
@@ -106,6 +109,7 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, userID string) {
 		if r.Context().Err() == nil {
 			log.LogAttrs(r.Context(), slog.LevelWarn, "ui image proxy busy", slog.String("user", userID))
 		}
+		metrics.ImageProxy("busy")
 		writeRateLimited(w, time.Second, "the image proxy is busy")
 		return
 	}
@@ -116,13 +120,16 @@ func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, userID string) {
 	switch {
 	case errors.As(err, &rej):
 		p.logRejection(r.Context(), log, userID, rej)
+		metrics.ImageProxy(rej.Reason)
 		writeRejection(w, rej)
 		return
 	case err != nil:
 		log.LogAttrs(r.Context(), slog.LevelInfo, "ui image fetch abandoned", slog.String("user", userID), slog.String("error", err.Error()))
+		metrics.ImageProxy("error")
 		writeError(w, http.StatusInternalServerError, models.ErrInternal, models.ErrorMessage(err), "")
 		return
 	}
+	metrics.ImageProxy("ok")
 	log.LogAttrs(r.Context(), slog.LevelDebug, "ui image served", slog.String("user", userID),
 		slog.String("format", img.Format), slog.Int("bytes", len(img.Bytes)))
 	h := w.Header()

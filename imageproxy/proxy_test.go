@@ -240,8 +240,8 @@ func TestProxyBoundsFetchesInFlight(t *testing.T) {
 	if a.status != http.StatusTooManyRequests || a.err.Code != "RATE_LIMITED" || a.header.Get("Retry-After") == "" {
 		t.Fatalf("third fetch while two run: status %d, %+v", a.status, a.err)
 	}
-	if d := time.Since(start); d < 200*time.Millisecond || d > 2*time.Second {
-		t.Errorf("the third request waited %v, want about MaxQueueWait", d)
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("the third request waited %v, less than MaxQueueWait", d)
 	}
 
 	// A request that gets a slot within its wait is served.

@@ -1,0 +1,206 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+	"golang.org/x/time/rate"
+)
+
+// Limiter holds the bounds of Limits and the state that enforces the
+// in-flight ones: GraphQL HTTP requests at once, per user and over the
+// server, and the request bodies held in memory. One user's requests wait
+// for that user's own slots first, so a user who floods the server queues
+// behind itself, not in front of everyone else.
+type Limiter struct {
+	Limits Limits
+
+	g gate
+}
+
+// NewLimiter returns a Limiter of l, zero fields taking their defaults.
+func NewLimiter(l Limits) *Limiter {
+	l = l.withDefaults()
+	if l.MaxInFlightBodyBytes < l.MaxBodyBytes {
+		l.MaxInFlightBodyBytes = l.MaxBodyBytes
+	}
+	return &Limiter{Limits: l, g: gate{
+		limits:   &l,
+		requests: make(chan struct{}, l.MaxInFlight),
+		bytes:    semaphore.NewWeighted(l.MaxInFlightBodyBytes),
+		users:    map[string]*userSlots{},
+		rates:    map[string]*rate.Limiter{},
+	}}
+}
+
+// gate admits requests within the in-flight bounds.
+type gate struct {
+	limits   *Limits
+	requests chan struct{}
+	bytes    *semaphore.Weighted
+
+	mu    sync.Mutex
+	users map[string]*userSlots
+
+	rates map[string]*rate.Limiter // work per user (UserWorkPerSecond)
+
+	admitted atomic.Int64 // requests holding a slot
+	reserved atomic.Int64 // body bytes reserved
+}
+
+// InFlight returns how many GraphQL HTTP requests hold a slot, and how many
+// body bytes are reserved, at this moment.
+func (l *Limiter) InFlight() (requests int, bodyBytes int64) {
+	return int(l.g.admitted.Load()), l.g.reserved.Load()
+}
+
+type userSlots struct {
+	slots chan struct{}
+	refs  int // requests holding or waiting for a slot
+}
+
+// errBusy is the server's or the user's in-flight bound.
+type errBusy struct {
+	status  int
+	reason  string
+	message string
+}
+
+func (e *errBusy) Error() string { return e.message }
+
+// admit waits up to InFlightWait for a slot of the user and one of the
+// server; release returns both.
+func (g *gate) admit(ctx context.Context, user string) (release func(), err error) {
+	g.mu.Lock()
+	u := g.users[user]
+	if u == nil {
+		u = &userSlots{slots: make(chan struct{}, g.limits.MaxInFlightPerUser)}
+		g.users[user] = u
+	}
+	u.refs++
+	g.mu.Unlock()
+	drop := func() {
+		g.mu.Lock()
+		if u.refs--; u.refs == 0 {
+			delete(g.users, user)
+		}
+		g.mu.Unlock()
+	}
+	timer := time.NewTimer(g.limits.InFlightWait)
+	defer timer.Stop()
+	select {
+	case u.slots <- struct{}{}:
+	case <-timer.C:
+		drop()
+		return nil, &errBusy{http.StatusTooManyRequests, "TOO_MANY_REQUESTS",
+			fmt.Sprintf("this user has %d GraphQL requests in progress; wait for one to finish", g.limits.MaxInFlightPerUser)}
+	case <-ctx.Done():
+		drop()
+		return nil, ctx.Err()
+	}
+	select {
+	case g.requests <- struct{}{}:
+	case <-timer.C:
+		<-u.slots
+		drop()
+		return nil, &errBusy{http.StatusServiceUnavailable, "SERVER_BUSY", "the server is busy; try again shortly"}
+	case <-ctx.Done():
+		<-u.slots
+		drop()
+		return nil, ctx.Err()
+	}
+	g.admitted.Add(1)
+	return func() {
+		g.admitted.Add(-1)
+		<-g.requests
+		<-u.slots
+		drop()
+	}, nil
+}
+
+// workBurst is how much work a user may spend at once.
+func (g *gate) workBurst() int {
+	return 2*g.limits.MaxQueryCost + int(g.limits.MaxBodyBytes>>10) + RequestWork
+}
+
+// spend charges units of work to the user, waiting up to InFlightWait for
+// them when the user has spent its rate.
+func (g *gate) spend(ctx context.Context, user string, units int) error {
+	if units <= 0 {
+		return nil
+	}
+	g.mu.Lock()
+	l := g.rates[user]
+	if l == nil {
+		if len(g.rates) >= 10000 { // forget users who are back to a full burst
+			for u, r := range g.rates {
+				if r.Tokens() >= float64(r.Burst()) {
+					delete(g.rates, u)
+				}
+			}
+		}
+		l = rate.NewLimiter(rate.Limit(g.limits.UserWorkPerSecond), g.workBurst())
+		g.rates[user] = l
+	}
+	g.mu.Unlock()
+	units = min(units, l.Burst())
+	r := l.ReserveN(time.Now(), units)
+	tooMuch := &errBusy{http.StatusTooManyRequests, "TOO_MANY_REQUESTS",
+		fmt.Sprintf("this user asked for more work than %d units a second; slow down", g.limits.UserWorkPerSecond)}
+	if !r.OK() {
+		return tooMuch
+	}
+	d := r.Delay()
+	if d == 0 {
+		return nil
+	}
+	if d > g.limits.InFlightWait {
+		r.Cancel()
+		return tooMuch
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		r.Cancel()
+		return ctx.Err()
+	}
+}
+
+// reserveBytes waits up to InFlightWait for n bytes of the in-flight body
+// budget.
+func (g *gate) reserveBytes(ctx context.Context, n int64) (func(), error) {
+	if n <= 0 {
+		return func() {}, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, g.limits.InFlightWait)
+	defer cancel()
+	if err := g.bytes.Acquire(wctx, n); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &errBusy{http.StatusServiceUnavailable, "SERVER_BUSY", "the server is reading too many request bodies; try again shortly"}
+	}
+	g.reserved.Add(n)
+	return func() {
+		g.reserved.Add(-n)
+		g.bytes.Release(n)
+	}, nil
+}
+
+// busy turns an admission error into a request error.
+func busy(err error) *requestError {
+	var b *errBusy
+	if errors.As(err, &b) {
+		return &requestError{b.status, b.reason, b.message}
+	}
+	return &requestError{http.StatusServiceUnavailable, "CANCELLED", "the request was cancelled"}
+}

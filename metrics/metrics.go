@@ -1,0 +1,222 @@
+// Package metrics holds the host's operational Prometheus metrics, those an
+// operator alerts on, and the small functions the rest of the host calls to
+// record them: storage operations, refusals, image proxy outcomes, AI calls,
+// capability and background runs. Recording needs no handle to pass around:
+// the vectors are the package's, and Register adds them, with the gauges read
+// from the running server (websockets, subscriptions, the database pools) and
+// the build's identity, to a server's registry.
+//
+// Every label value comes from a closed list (operation names, error codes,
+// reasons, outcomes); anything else is recorded as "other", so a metric never
+// grows with ids or user input.
+package metrics
+
+import (
+	"database/sql"
+	"errors"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"pluginhost/models"
+)
+
+// Other is the label value of anything outside a label's closed list.
+const Other = "other"
+
+// OK is the code label of an operation that succeeded.
+const OK = "OK"
+
+var (
+	storageOps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pluginhost_storage_operations_total",
+		Help: "Plugin Local Storage operations by operation and outcome code (OK or the error code).",
+	}, []string{"operation", "code"})
+	refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pluginhost_refusals_total",
+		Help: "Requests refused for quota or permission, by kind (quota, permission) and by who asked: user (the app, GraphQL or REST), ai, host (capability host actions) or image_proxy.",
+	}, []string{"kind", "by"})
+	imageOutcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pluginhost_image_proxy_requests_total",
+		Help: "Image proxy requests by outcome: ok, a rejection reason, rate_limited, busy or error.",
+	}, []string{"outcome"})
+	aiCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pluginhost_ai_calls_total",
+		Help: "AI tool calls (aiInvoke) by tool (a storage tool, or capability) and outcome code.",
+	}, []string{"tool", "code"})
+	capabilityRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pluginhost_capability_runs_total",
+		Help: "Capability runs by kind (tool, skill, background) and outcome (ok or a CAPABILITY_FAILED reason).",
+	}, []string{"kind", "outcome"})
+	capabilityDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "pluginhost_capability_run_duration_seconds",
+		Help:    "Wall time of capability runs by kind and outcome.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"kind", "outcome"})
+	backgroundRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pluginhost_background_runs_total",
+		Help: "Scheduled background runs started by this replica, by outcome (ok or a CAPABILITY_FAILED reason).",
+	}, []string{"outcome"})
+)
+
+// Storage operation names: the storage tools, and the operations beyond them.
+var storageOperations = []string{"list", "get", "create", "update", "delete", "reset", "apply_capability_result", "snapshot"}
+
+// Error codes a storage operation or AI call can end with.
+var errorCodes = []string{
+	OK, string(models.ErrPermissionDenied), string(models.ErrNotFound), string(models.ErrQuotaExceeded),
+	string(models.ErrConflict), string(models.ErrInvalid), string(models.ErrUnauthenticated),
+	string(models.ErrForbidden), string(models.ErrBadUserInput), string(models.ErrInternal),
+}
+
+// Image proxy outcomes beyond the rejection reasons.
+var imageOutcomeValues = []string{
+	"ok", "rate_limited", "busy", "error",
+	"invalid_url", "not_https", "blocked_address", "redirect", "upstream_status", "timeout",
+	"too_large", "unsupported_format", "format_mismatch", "dimensions", "frames", "pixels",
+}
+
+// Capability run outcomes: ok, or a CAPABILITY_FAILED reason of the contract.
+var runOutcomes = []string{"ok", "no_module", "timeout", "memory", "exit", "bad_output", "output_too_large", "output_schema", "busy", "host_actions"}
+
+// Capability kinds that run.
+var runKinds = []string{"tool", "skill", "background"}
+
+func bounded(v string, allowed []string) string {
+	if slices.Contains(allowed, v) {
+		return v
+	}
+	return Other
+}
+
+// code returns the code label of an outcome.
+func code(err error) string {
+	if err == nil {
+		return OK
+	}
+	return bounded(string(models.ErrorCode(err)), errorCodes)
+}
+
+// refusal counts err as a refusal of a request by who when it is one.
+func refusal(by string, err error) {
+	switch models.ErrorCode(err) {
+	case models.ErrQuotaExceeded:
+		refusals.WithLabelValues("quota", by).Inc()
+	case models.ErrPermissionDenied, models.ErrImageDenied:
+		refusals.WithLabelValues("permission", by).Inc()
+	}
+}
+
+// Who asked: the values of the refusals' "by" label.
+var askers = []string{"user", "ai", "host", "image_proxy"}
+
+// StorageOperation records one storage operation (list, get, create,
+// update, delete, reset, apply_capability_result or snapshot) and how it
+// ended; quota and permission refusals are counted as refusals too, by actor:
+// "" is the user, "ai" the AI, "host" capability host actions.
+func StorageOperation(operation, actor string, err error) {
+	storageOps.WithLabelValues(bounded(operation, storageOperations), code(err)).Inc()
+	if actor == "" {
+		actor = "user"
+	}
+	refusal(bounded(actor, askers), err)
+}
+
+// AICall records one aiInvoke: tool is the storage tool called
+// (host.storage.get is counted as get), anything else is a capability, ""
+// a handle that did not open (a refusal of the AI's). Refusals of the storage
+// operation it ran are counted by StorageOperation.
+func AICall(tool string, err error) {
+	t := strings.TrimPrefix(tool, "host.storage.")
+	switch {
+	case tool == "":
+		t = Other // the handle did not open
+	case !slices.Contains(models.StorageTools, tool):
+		t = "capability"
+	}
+	aiCalls.WithLabelValues(t, code(err)).Inc()
+	if tool == "" {
+		refusal("ai", err) // refused before any storage operation
+	}
+}
+
+// ImageProxy records an image proxy request's outcome: "ok", a rejection
+// reason, "rate_limited", "busy" or "error".
+func ImageProxy(outcome string) {
+	imageOutcomes.WithLabelValues(bounded(outcome, imageOutcomeValues)).Inc()
+}
+
+// ImageDenied records an image request refused because the Instance may not
+// use the network (a permission refusal by image_proxy).
+func ImageDenied() {
+	refusals.WithLabelValues("permission", "image_proxy").Inc()
+}
+
+// CapabilityRun records one finished capability run, for the capability
+// runner to call: kind is tool, skill or background; outcome is "ok" or the
+// CAPABILITY_FAILED reason (no_module, timeout, memory, exit, bad_output,
+// output_too_large, output_schema, busy), "host_actions" when its host
+// actions were refused; took is its wall time.
+func CapabilityRun(kind, outcome string, took time.Duration) {
+	k, o := bounded(kind, runKinds), bounded(outcome, runOutcomes)
+	capabilityRuns.WithLabelValues(k, o).Inc()
+	capabilityDuration.WithLabelValues(k, o).Observe(took.Seconds())
+}
+
+// BackgroundRun records one scheduled background run this replica started
+// (after winning its lease), for the scheduler to call, with its outcome as
+// for CapabilityRun.
+func BackgroundRun(outcome string) {
+	backgroundRuns.WithLabelValues(bounded(outcome, runOutcomes)).Inc()
+}
+
+// Sources are the running server's parts whose state is read at each scrape.
+type Sources struct {
+	// WebsocketConnections returns the open websockets.
+	WebsocketConnections func() int
+	// Subscriptions returns the open subscriptions.
+	Subscriptions func() int
+	// DBPools names the database pools ("write", "read"); the same pool under
+	// two names is reported once.
+	DBPools map[string]*sql.DB
+	// Version and Revision identify the build.
+	Version, Revision string
+}
+
+// Register adds the host's operational metrics to reg.
+func Register(reg prometheus.Registerer, src Sources) error {
+	cs := []prometheus.Collector{storageOps, refusals, imageOutcomes, aiCalls, capabilityRuns, capabilityDuration, backgroundRuns}
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "pluginhost_build_info",
+		Help:        "Always 1; the labels say which build runs: version, revision (vcs, shortened) and Go version.",
+		ConstLabels: prometheus.Labels{"version": src.Version, "revision": src.Revision, "goversion": runtime.Version()},
+	})
+	build.Set(1)
+	cs = append(cs, build)
+	if src.WebsocketConnections != nil {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "pluginhost_websocket_connections", Help: "Open websocket connections.",
+		}, func() float64 { return float64(src.WebsocketConnections()) }))
+	}
+	if src.Subscriptions != nil {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "pluginhost_subscriptions", Help: "Open storageChanged subscriptions.",
+		}, func() float64 { return float64(src.Subscriptions()) }))
+	}
+	seen := map[*sql.DB]bool{}
+	for _, name := range []string{"write", "read"} {
+		if db := src.DBPools[name]; db != nil && !seen[db] {
+			seen[db] = true
+			cs = append(cs, collectors.NewDBStatsCollector(db, name))
+		}
+	}
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, reg.Register(c))
+	}
+	return errors.Join(errs...)
+}
