@@ -30,6 +30,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Capability() CapabilityResolver
 	Installation() InstallationResolver
 	Instance() InstanceResolver
 	Mutation() MutationResolver
@@ -41,6 +42,17 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	AccessToken struct {
+		Active     func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		ExpiresAt  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		LastUsedAt func(childComplexity int) int
+		RevokedAt  func(childComplexity int) int
+		UserID     func(childComplexity int) int
+		UserName   func(childComplexity int) int
+	}
+
 	AiNamespace struct {
 		Access func(childComplexity int) int
 		ID     func(childComplexity int) int
@@ -75,6 +87,30 @@ type ComplexityRoot struct {
 		NextCursor func(childComplexity int) int
 	}
 
+	BackgroundRun struct {
+		Capability      func(childComplexity int) int
+		Failures        func(childComplexity int) int
+		LastOutcome     func(childComplexity int) int
+		LastRunAt       func(childComplexity int) int
+		NextRunAt       func(childComplexity int) int
+		ScheduleSeconds func(childComplexity int) int
+	}
+
+	Capability struct {
+		Description     func(childComplexity int) int
+		ID              func(childComplexity int) int
+		InputSchema     func(childComplexity int) int
+		Kind            func(childComplexity int) int
+		OutputSchema    func(childComplexity int) int
+		Runnable        func(childComplexity int) int
+		ScheduleSeconds func(childComplexity int) int
+	}
+
+	CreatedAccessToken struct {
+		Info  func(childComplexity int) int
+		Token func(childComplexity int) int
+	}
+
 	Evidence struct {
 		InstanceID func(childComplexity int) int
 		Key        func(childComplexity int) int
@@ -83,15 +119,31 @@ type ComplexityRoot struct {
 		Type       func(childComplexity int) int
 	}
 
+	Extension struct {
+		Config      func(childComplexity int) int
+		Description func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Icon        func(childComplexity int) int
+		Placement   func(childComplexity int) int
+		Point       func(childComplexity int) int
+	}
+
 	ExtensionResult struct {
 		Data     func(childComplexity int) int
 		Evidence func(childComplexity int) int
 		Summary  func(childComplexity int) int
 	}
 
+	HostInfo struct {
+		UISchema func(childComplexity int) int
+		Version  func(childComplexity int) int
+	}
+
 	Installation struct {
 		AIConsent      func(childComplexity int) int
+		Capabilities   func(childComplexity int) int
 		DataPolicy     func(childComplexity int) int
+		Extensions     func(childComplexity int) int
 		Generation     func(childComplexity int) int
 		ID             func(childComplexity int) int
 		InstalledAt    func(childComplexity int) int
@@ -107,6 +159,7 @@ type ComplexityRoot struct {
 	}
 
 	Instance struct {
+		BackgroundRuns  func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
 		Enabled         func(childComplexity int) int
 		Grants          func(childComplexity int) int
@@ -120,13 +173,17 @@ type ComplexityRoot struct {
 	Mutation struct {
 		AiInvoke              func(childComplexity int, handle string, arguments models.JSON) int
 		ApplyCapabilityResult func(childComplexity int, instanceID string, capability string, generation int, result models.JSON) int
+		CreateAccessToken     func(childComplexity int, user string, admin *bool, ttlSeconds *int) int
 		CreateInstance        func(childComplexity int, installationID string, name *string) int
 		DeleteSavedEntity     func(childComplexity int, instanceID string, key string, revision int) int
 		InstallPlugin         func(childComplexity int, packageArg string) int
-		Invoke                func(childComplexity int, instanceID string, capability string, arguments models.JSON) int
+		Invoke                func(childComplexity int, instanceID string, capability string, arguments models.JSON, query *string, generation *int) int
 		ResetInstanceStorage  func(childComplexity int, instanceID string) int
+		RevokeAccessToken     func(childComplexity int, id string) int
 		SaveEntity            func(childComplexity int, instanceID string, key *string, entity SavedEntityInput) int
+		SelectResponseUI      func(childComplexity int, handle string, messageID string, capability string, arguments models.JSON, result models.JSON) int
 		SetAiStorageConsent   func(childComplexity int, installationID string, granted bool) int
+		SetExtensionState     func(childComplexity int, instanceID string, extension string, values models.JSON) int
 		SetInstanceEnabled    func(childComplexity int, instanceID string, enabled bool) int
 		SetInstanceGrant      func(childComplexity int, instanceID string, permission string, granted bool) int
 		StorageCreate         func(childComplexity int, instanceID string, namespace *string, key string, value models.JSON) int
@@ -160,18 +217,40 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
+		AccessTokens          func(childComplexity int, user string) int
 		AiTools               func(childComplexity int) int
+		HostInfo              func(childComplexity int) int
 		Installations         func(childComplexity int) int
 		Instance              func(childComplexity int, id string) int
 		PluginStorageSnapshot func(childComplexity int, instanceID string) int
+		ResponseCandidates    func(childComplexity int) int
 		SavedEntities         func(childComplexity int, instanceID string, favoritesOnly *bool, limit *int, cursor *string) int
 		SavedEntity           func(childComplexity int, instanceID string, key string) int
 		StorageAudit          func(childComplexity int, instanceID *string, actor *string, limit *int, cursor *string) int
 		StorageItem           func(childComplexity int, instanceID string, namespace *string, key string) int
 		StorageItems          func(childComplexity int, instanceID string, namespace *string, query *string, limit *int, cursor *string) int
+		UIConfig              func(childComplexity int, instanceID string, extension string) int
 		ValidateManifest      func(childComplexity int, manifest models.JSON) int
 		ValidateUIConfig      func(childComplexity int, config models.JSON, manifest models.JSON, extension *string) int
 		Viewer                func(childComplexity int) int
+	}
+
+	ResponseCandidate struct {
+		Description func(childComplexity int) int
+		Extension   func(childComplexity int) int
+		Handle      func(childComplexity int) int
+		InstanceID  func(childComplexity int) int
+		Version     func(childComplexity int) int
+	}
+
+	ResponseRender struct {
+		Config     func(childComplexity int) int
+		Data       func(childComplexity int) int
+		Extension  func(childComplexity int) int
+		Generation func(childComplexity int) int
+		InstanceID func(childComplexity int) int
+		Reasons    func(childComplexity int) int
+		Rendered   func(childComplexity int) int
 	}
 
 	SavedEntity struct {
@@ -197,6 +276,7 @@ type ComplexityRoot struct {
 	}
 
 	StorageChange struct {
+		Generation      func(childComplexity int) int
 		InstanceID      func(childComplexity int) int
 		ItemRevision    func(childComplexity int) int
 		Key             func(childComplexity int) int
@@ -207,6 +287,15 @@ type ComplexityRoot struct {
 
 	Subscription struct {
 		StorageChanged func(childComplexity int, instanceID string, namespaces []string) int
+	}
+
+	UiConfig struct {
+		Config         func(childComplexity int) int
+		Extension      func(childComplexity int) int
+		Generation     func(childComplexity int) int
+		InstanceID     func(childComplexity int) int
+		PersistedState func(childComplexity int) int
+		Point          func(childComplexity int) int
 	}
 
 	User struct {
@@ -226,23 +315,36 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type CapabilityResolver interface {
+	InputSchema(ctx context.Context, obj *models.Capability) (models.JSON, error)
+	OutputSchema(ctx context.Context, obj *models.Capability) (models.JSON, error)
+
+	ScheduleSeconds(ctx context.Context, obj *models.Capability) (*int, error)
+}
 type InstallationResolver interface {
 	Permissions(ctx context.Context, obj *models.Installation) ([]string, error)
 	Namespaces(ctx context.Context, obj *models.Installation) ([]*Namespace, error)
 
 	Instances(ctx context.Context, obj *models.Installation) ([]*models.Instance, error)
 	InstalledAt(ctx context.Context, obj *models.Installation) (string, error)
+	Extensions(ctx context.Context, obj *models.Installation) ([]*models.ExtensionConfig, error)
+	Capabilities(ctx context.Context, obj *models.Installation) ([]*models.Capability, error)
 }
 type InstanceResolver interface {
 	Installation(ctx context.Context, obj *models.Instance) (*models.Installation, error)
 
 	Usage(ctx context.Context, obj *models.Instance) ([]*NamespaceUsage, error)
 	CreatedAt(ctx context.Context, obj *models.Instance) (string, error)
+	BackgroundRuns(ctx context.Context, obj *models.Instance) ([]*BackgroundRun, error)
 }
 type MutationResolver interface {
 	TrustPublisherKey(ctx context.Context, publicKey string) (string, error)
+	CreateAccessToken(ctx context.Context, user string, admin *bool, ttlSeconds *int) (*CreatedAccessToken, error)
+	RevokeAccessToken(ctx context.Context, id string) (*AccessToken, error)
 	SetAiStorageConsent(ctx context.Context, installationID string, granted bool) (*models.Installation, error)
 	AiInvoke(ctx context.Context, handle string, arguments models.JSON) (*models.ExtensionResult, error)
+	SetExtensionState(ctx context.Context, instanceID string, extension string, values models.JSON) (models.JSON, error)
+	SelectResponseUI(ctx context.Context, handle string, messageID string, capability string, arguments models.JSON, result models.JSON) (*models.ResponseRender, error)
 	InstallPlugin(ctx context.Context, packageArg string) (*models.Installation, error)
 	UpdatePlugin(ctx context.Context, installationID string, packageArg string) (*models.Installation, error)
 	UninstallPlugin(ctx context.Context, installationID string) (bool, error)
@@ -253,7 +355,7 @@ type MutationResolver interface {
 	UpdateSavedEntity(ctx context.Context, instanceID string, key string, entity SavedEntityInput, revision int) (*SavedEntity, error)
 	DeleteSavedEntity(ctx context.Context, instanceID string, key string, revision int) (bool, error)
 	ToggleFavorite(ctx context.Context, instanceID string, key string, revision int) (*SavedEntity, error)
-	Invoke(ctx context.Context, instanceID string, capability string, arguments models.JSON) (*models.ExtensionResult, error)
+	Invoke(ctx context.Context, instanceID string, capability string, arguments models.JSON, query *string, generation *int) (*models.ExtensionResult, error)
 	StorageCreate(ctx context.Context, instanceID string, namespace *string, key string, value models.JSON) (*models.ExtensionResult, error)
 	StorageUpdate(ctx context.Context, instanceID string, namespace *string, key string, value models.JSON, revision int) (*models.ExtensionResult, error)
 	StorageDelete(ctx context.Context, instanceID string, namespace *string, key string, revision int) (*models.ExtensionResult, error)
@@ -264,8 +366,12 @@ type QueryResolver interface {
 	Viewer(ctx context.Context) (*models.User, error)
 	ValidateManifest(ctx context.Context, manifest models.JSON) (*validator.Report, error)
 	ValidateUIConfig(ctx context.Context, config models.JSON, manifest models.JSON, extension *string) (*validator.Report, error)
+	AccessTokens(ctx context.Context, user string) ([]*AccessToken, error)
 	AiTools(ctx context.Context) ([]*AiTool, error)
 	StorageAudit(ctx context.Context, instanceID *string, actor *string, limit *int, cursor *string) (*AuditPage, error)
+	HostInfo(ctx context.Context) (*HostInfo, error)
+	UIConfig(ctx context.Context, instanceID string, extension string) (*models.UIConfig, error)
+	ResponseCandidates(ctx context.Context) ([]*models.ResponseCandidate, error)
 	Installations(ctx context.Context) ([]*models.Installation, error)
 	Instance(ctx context.Context, id string) (*models.Instance, error)
 	SavedEntities(ctx context.Context, instanceID string, favoritesOnly *bool, limit *int, cursor *string) (*SavedEntityPage, error)
@@ -295,6 +401,55 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "AccessToken.active":
+		if e.ComplexityRoot.AccessToken.Active == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.Active(childComplexity), true
+	case "AccessToken.createdAt":
+		if e.ComplexityRoot.AccessToken.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.CreatedAt(childComplexity), true
+	case "AccessToken.expiresAt":
+		if e.ComplexityRoot.AccessToken.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.ExpiresAt(childComplexity), true
+	case "AccessToken.id":
+		if e.ComplexityRoot.AccessToken.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.ID(childComplexity), true
+	case "AccessToken.lastUsedAt":
+		if e.ComplexityRoot.AccessToken.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.LastUsedAt(childComplexity), true
+	case "AccessToken.revokedAt":
+		if e.ComplexityRoot.AccessToken.RevokedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.RevokedAt(childComplexity), true
+	case "AccessToken.userId":
+		if e.ComplexityRoot.AccessToken.UserID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.UserID(childComplexity), true
+	case "AccessToken.userName":
+		if e.ComplexityRoot.AccessToken.UserName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.UserName(childComplexity), true
 
 	case "AiNamespace.access":
 		if e.ComplexityRoot.AiNamespace.Access == nil {
@@ -432,6 +587,99 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditPage.NextCursor(childComplexity), true
 
+	case "BackgroundRun.capability":
+		if e.ComplexityRoot.BackgroundRun.Capability == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BackgroundRun.Capability(childComplexity), true
+	case "BackgroundRun.failures":
+		if e.ComplexityRoot.BackgroundRun.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BackgroundRun.Failures(childComplexity), true
+	case "BackgroundRun.lastOutcome":
+		if e.ComplexityRoot.BackgroundRun.LastOutcome == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BackgroundRun.LastOutcome(childComplexity), true
+	case "BackgroundRun.lastRunAt":
+		if e.ComplexityRoot.BackgroundRun.LastRunAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BackgroundRun.LastRunAt(childComplexity), true
+	case "BackgroundRun.nextRunAt":
+		if e.ComplexityRoot.BackgroundRun.NextRunAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BackgroundRun.NextRunAt(childComplexity), true
+	case "BackgroundRun.scheduleSeconds":
+		if e.ComplexityRoot.BackgroundRun.ScheduleSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BackgroundRun.ScheduleSeconds(childComplexity), true
+
+	case "Capability.description":
+		if e.ComplexityRoot.Capability.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Capability.Description(childComplexity), true
+	case "Capability.id":
+		if e.ComplexityRoot.Capability.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Capability.ID(childComplexity), true
+	case "Capability.inputSchema":
+		if e.ComplexityRoot.Capability.InputSchema == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Capability.InputSchema(childComplexity), true
+	case "Capability.kind":
+		if e.ComplexityRoot.Capability.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Capability.Kind(childComplexity), true
+	case "Capability.outputSchema":
+		if e.ComplexityRoot.Capability.OutputSchema == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Capability.OutputSchema(childComplexity), true
+	case "Capability.runnable":
+		if e.ComplexityRoot.Capability.Runnable == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Capability.Runnable(childComplexity), true
+	case "Capability.scheduleSeconds":
+		if e.ComplexityRoot.Capability.ScheduleSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Capability.ScheduleSeconds(childComplexity), true
+
+	case "CreatedAccessToken.info":
+		if e.ComplexityRoot.CreatedAccessToken.Info == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreatedAccessToken.Info(childComplexity), true
+	case "CreatedAccessToken.token":
+		if e.ComplexityRoot.CreatedAccessToken.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreatedAccessToken.Token(childComplexity), true
+
 	case "Evidence.instanceId":
 		if e.ComplexityRoot.Evidence.InstanceID == nil {
 			break
@@ -463,6 +711,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Evidence.Type(childComplexity), true
 
+	case "Extension.config":
+		if e.ComplexityRoot.Extension.Config == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Extension.Config(childComplexity), true
+	case "Extension.description":
+		if e.ComplexityRoot.Extension.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Extension.Description(childComplexity), true
+	case "Extension.id":
+		if e.ComplexityRoot.Extension.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Extension.ID(childComplexity), true
+	case "Extension.icon":
+		if e.ComplexityRoot.Extension.Icon == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Extension.Icon(childComplexity), true
+	case "Extension.placement":
+		if e.ComplexityRoot.Extension.Placement == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Extension.Placement(childComplexity), true
+	case "Extension.point":
+		if e.ComplexityRoot.Extension.Point == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Extension.Point(childComplexity), true
+
 	case "ExtensionResult.data":
 		if e.ComplexityRoot.ExtensionResult.Data == nil {
 			break
@@ -482,18 +767,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ExtensionResult.Summary(childComplexity), true
 
+	case "HostInfo.uiSchema":
+		if e.ComplexityRoot.HostInfo.UISchema == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostInfo.UISchema(childComplexity), true
+	case "HostInfo.version":
+		if e.ComplexityRoot.HostInfo.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HostInfo.Version(childComplexity), true
+
 	case "Installation.aiStorageConsent":
 		if e.ComplexityRoot.Installation.AIConsent == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Installation.AIConsent(childComplexity), true
+	case "Installation.capabilities":
+		if e.ComplexityRoot.Installation.Capabilities == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Installation.Capabilities(childComplexity), true
 	case "Installation.dataPolicy":
 		if e.ComplexityRoot.Installation.DataPolicy == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Installation.DataPolicy(childComplexity), true
+	case "Installation.extensions":
+		if e.ComplexityRoot.Installation.Extensions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Installation.Extensions(childComplexity), true
 	case "Installation.generation":
 		if e.ComplexityRoot.Installation.Generation == nil {
 			break
@@ -567,6 +877,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Installation.Version(childComplexity), true
 
+	case "Instance.backgroundRuns":
+		if e.ComplexityRoot.Instance.BackgroundRuns == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Instance.BackgroundRuns(childComplexity), true
 	case "Instance.createdAt":
 		if e.ComplexityRoot.Instance.CreatedAt == nil {
 			break
@@ -638,6 +954,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ApplyCapabilityResult(childComplexity, args["instanceId"].(string), args["capability"].(string), args["generation"].(int), args["result"].(models.JSON)), true
+	case "Mutation.createAccessToken":
+		if e.ComplexityRoot.Mutation.CreateAccessToken == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createAccessToken_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateAccessToken(childComplexity, args["user"].(string), args["admin"].(*bool), args["ttlSeconds"].(*int)), true
 	case "Mutation.createInstance":
 		if e.ComplexityRoot.Mutation.CreateInstance == nil {
 			break
@@ -681,7 +1008,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.Invoke(childComplexity, args["instanceId"].(string), args["capability"].(string), args["arguments"].(models.JSON)), true
+		return e.ComplexityRoot.Mutation.Invoke(childComplexity, args["instanceId"].(string), args["capability"].(string), args["arguments"].(models.JSON), args["query"].(*string), args["generation"].(*int)), true
 	case "Mutation.resetInstanceStorage":
 		if e.ComplexityRoot.Mutation.ResetInstanceStorage == nil {
 			break
@@ -693,6 +1020,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResetInstanceStorage(childComplexity, args["instanceId"].(string)), true
+	case "Mutation.revokeAccessToken":
+		if e.ComplexityRoot.Mutation.RevokeAccessToken == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_revokeAccessToken_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RevokeAccessToken(childComplexity, args["id"].(string)), true
 	case "Mutation.saveEntity":
 		if e.ComplexityRoot.Mutation.SaveEntity == nil {
 			break
@@ -704,6 +1042,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SaveEntity(childComplexity, args["instanceId"].(string), args["key"].(*string), args["entity"].(SavedEntityInput)), true
+	case "Mutation.selectResponseUi":
+		if e.ComplexityRoot.Mutation.SelectResponseUI == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_selectResponseUi_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SelectResponseUI(childComplexity, args["handle"].(string), args["messageId"].(string), args["capability"].(string), args["arguments"].(models.JSON), args["result"].(models.JSON)), true
 	case "Mutation.setAiStorageConsent":
 		if e.ComplexityRoot.Mutation.SetAiStorageConsent == nil {
 			break
@@ -715,6 +1064,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetAiStorageConsent(childComplexity, args["installationId"].(string), args["granted"].(bool)), true
+	case "Mutation.setExtensionState":
+		if e.ComplexityRoot.Mutation.SetExtensionState == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setExtensionState_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetExtensionState(childComplexity, args["instanceId"].(string), args["extension"].(string), args["values"].(models.JSON)), true
 	case "Mutation.setInstanceEnabled":
 		if e.ComplexityRoot.Mutation.SetInstanceEnabled == nil {
 			break
@@ -895,12 +1255,29 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Problem.Path(childComplexity), true
 
+	case "Query.accessTokens":
+		if e.ComplexityRoot.Query.AccessTokens == nil {
+			break
+		}
+
+		args, err := ec.field_Query_accessTokens_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.AccessTokens(childComplexity, args["user"].(string)), true
 	case "Query.aiTools":
 		if e.ComplexityRoot.Query.AiTools == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Query.AiTools(childComplexity), true
+	case "Query.hostInfo":
+		if e.ComplexityRoot.Query.HostInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.HostInfo(childComplexity), true
 	case "Query.installations":
 		if e.ComplexityRoot.Query.Installations == nil {
 			break
@@ -930,6 +1307,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.PluginStorageSnapshot(childComplexity, args["instanceId"].(string)), true
+	case "Query.responseCandidates":
+		if e.ComplexityRoot.Query.ResponseCandidates == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.ResponseCandidates(childComplexity), true
 	case "Query.savedEntities":
 		if e.ComplexityRoot.Query.SavedEntities == nil {
 			break
@@ -985,6 +1368,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.StorageItems(childComplexity, args["instanceId"].(string), args["namespace"].(*string), args["query"].(*string), args["limit"].(*int), args["cursor"].(*string)), true
+	case "Query.uiConfig":
+		if e.ComplexityRoot.Query.UIConfig == nil {
+			break
+		}
+
+		args, err := ec.field_Query_uiConfig_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.UIConfig(childComplexity, args["instanceId"].(string), args["extension"].(string)), true
 	case "Query.validateManifest":
 		if e.ComplexityRoot.Query.ValidateManifest == nil {
 			break
@@ -1013,6 +1407,80 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Viewer(childComplexity), true
+
+	case "ResponseCandidate.description":
+		if e.ComplexityRoot.ResponseCandidate.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResponseCandidate.Description(childComplexity), true
+	case "ResponseCandidate.extension":
+		if e.ComplexityRoot.ResponseCandidate.Extension == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResponseCandidate.Extension(childComplexity), true
+	case "ResponseCandidate.handle":
+		if e.ComplexityRoot.ResponseCandidate.Handle == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResponseCandidate.Handle(childComplexity), true
+	case "ResponseCandidate.instanceId":
+		if e.ComplexityRoot.ResponseCandidate.InstanceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResponseCandidate.InstanceID(childComplexity), true
+	case "ResponseCandidate.version":
+		if e.ComplexityRoot.ResponseCandidate.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResponseCandidate.Version(childComplexity), true
+
+	case "ResponseRender.config":
+		if e.ComplexityRoot.ResponseRender.Config == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResponseRender.Config(childComplexity), true
+	case "ResponseRender.data":
+		if e.ComplexityRoot.ResponseRender.Data == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResponseRender.Data(childComplexity), true
+	case "ResponseRender.extension":
+		if e.ComplexityRoot.ResponseRender.Extension == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResponseRender.Extension(childComplexity), true
+	case "ResponseRender.generation":
+		if e.ComplexityRoot.ResponseRender.Generation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResponseRender.Generation(childComplexity), true
+	case "ResponseRender.instanceId":
+		if e.ComplexityRoot.ResponseRender.InstanceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResponseRender.InstanceID(childComplexity), true
+	case "ResponseRender.reasons":
+		if e.ComplexityRoot.ResponseRender.Reasons == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResponseRender.Reasons(childComplexity), true
+	case "ResponseRender.rendered":
+		if e.ComplexityRoot.ResponseRender.Rendered == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ResponseRender.Rendered(childComplexity), true
 
 	case "SavedEntity.createdAt":
 		if e.ComplexityRoot.SavedEntity.CreatedAt == nil {
@@ -1112,6 +1580,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SavedEntityPage.NextCursor(childComplexity), true
 
+	case "StorageChange.generation":
+		if e.ComplexityRoot.StorageChange.Generation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StorageChange.Generation(childComplexity), true
 	case "StorageChange.instanceId":
 		if e.ComplexityRoot.StorageChange.InstanceID == nil {
 			break
@@ -1160,6 +1634,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.StorageChanged(childComplexity, args["instanceId"].(string), args["namespaces"].([]string)), true
+
+	case "UiConfig.config":
+		if e.ComplexityRoot.UiConfig.Config == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UiConfig.Config(childComplexity), true
+	case "UiConfig.extension":
+		if e.ComplexityRoot.UiConfig.Extension == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UiConfig.Extension(childComplexity), true
+	case "UiConfig.generation":
+		if e.ComplexityRoot.UiConfig.Generation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UiConfig.Generation(childComplexity), true
+	case "UiConfig.instanceId":
+		if e.ComplexityRoot.UiConfig.InstanceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UiConfig.InstanceID(childComplexity), true
+	case "UiConfig.persistedState":
+		if e.ComplexityRoot.UiConfig.PersistedState == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UiConfig.PersistedState(childComplexity), true
+	case "UiConfig.point":
+		if e.ComplexityRoot.UiConfig.Point == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UiConfig.Point(childComplexity), true
 
 	case "User.admin":
 		if e.ComplexityRoot.User.Admin == nil {
@@ -1299,7 +1810,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "ai.graphqls" "live.graphqls" "plugins.graphqls" "saved.graphqls" "schema.graphqls" "storage.graphqls"
+//go:embed "admin.graphqls" "ai.graphqls" "capabilities.graphqls" "hosting.graphqls" "live.graphqls" "plugins.graphqls" "saved.graphqls" "schema.graphqls" "storage.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1311,7 +1822,10 @@ func sourceData(filename string) string {
 }
 
 var sources = []*ast.Source{
+	{Name: "admin.graphqls", Input: sourceData("admin.graphqls"), BuiltIn: false},
 	{Name: "ai.graphqls", Input: sourceData("ai.graphqls"), BuiltIn: false},
+	{Name: "capabilities.graphqls", Input: sourceData("capabilities.graphqls"), BuiltIn: false},
+	{Name: "hosting.graphqls", Input: sourceData("hosting.graphqls"), BuiltIn: false},
 	{Name: "live.graphqls", Input: sourceData("live.graphqls"), BuiltIn: false},
 	{Name: "plugins.graphqls", Input: sourceData("plugins.graphqls"), BuiltIn: false},
 	{Name: "saved.graphqls", Input: sourceData("saved.graphqls"), BuiltIn: false},
@@ -1323,6 +1837,28 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // childFields_* functions provide shared child field context lookups.
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
+
+func (ec *executionContext) childFields_AccessToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_AccessToken_id(ctx, field)
+	case "userId":
+		return ec.fieldContext_AccessToken_userId(ctx, field)
+	case "userName":
+		return ec.fieldContext_AccessToken_userName(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_AccessToken_createdAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_AccessToken_expiresAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_AccessToken_lastUsedAt(ctx, field)
+	case "revokedAt":
+		return ec.fieldContext_AccessToken_revokedAt(ctx, field)
+	case "active":
+		return ec.fieldContext_AccessToken_active(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AccessToken", field.Name)
+}
 
 func (ec *executionContext) childFields_AiNamespace(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
@@ -1392,6 +1928,54 @@ func (ec *executionContext) childFields_AuditPage(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type AuditPage", field.Name)
 }
 
+func (ec *executionContext) childFields_BackgroundRun(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "capability":
+		return ec.fieldContext_BackgroundRun_capability(ctx, field)
+	case "scheduleSeconds":
+		return ec.fieldContext_BackgroundRun_scheduleSeconds(ctx, field)
+	case "lastRunAt":
+		return ec.fieldContext_BackgroundRun_lastRunAt(ctx, field)
+	case "lastOutcome":
+		return ec.fieldContext_BackgroundRun_lastOutcome(ctx, field)
+	case "nextRunAt":
+		return ec.fieldContext_BackgroundRun_nextRunAt(ctx, field)
+	case "failures":
+		return ec.fieldContext_BackgroundRun_failures(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BackgroundRun", field.Name)
+}
+
+func (ec *executionContext) childFields_Capability(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Capability_id(ctx, field)
+	case "kind":
+		return ec.fieldContext_Capability_kind(ctx, field)
+	case "description":
+		return ec.fieldContext_Capability_description(ctx, field)
+	case "inputSchema":
+		return ec.fieldContext_Capability_inputSchema(ctx, field)
+	case "outputSchema":
+		return ec.fieldContext_Capability_outputSchema(ctx, field)
+	case "runnable":
+		return ec.fieldContext_Capability_runnable(ctx, field)
+	case "scheduleSeconds":
+		return ec.fieldContext_Capability_scheduleSeconds(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Capability", field.Name)
+}
+
+func (ec *executionContext) childFields_CreatedAccessToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "token":
+		return ec.fieldContext_CreatedAccessToken_token(ctx, field)
+	case "info":
+		return ec.fieldContext_CreatedAccessToken_info(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreatedAccessToken", field.Name)
+}
+
 func (ec *executionContext) childFields_Evidence(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "type":
@@ -1408,6 +1992,24 @@ func (ec *executionContext) childFields_Evidence(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type Evidence", field.Name)
 }
 
+func (ec *executionContext) childFields_Extension(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Extension_id(ctx, field)
+	case "point":
+		return ec.fieldContext_Extension_point(ctx, field)
+	case "placement":
+		return ec.fieldContext_Extension_placement(ctx, field)
+	case "icon":
+		return ec.fieldContext_Extension_icon(ctx, field)
+	case "description":
+		return ec.fieldContext_Extension_description(ctx, field)
+	case "config":
+		return ec.fieldContext_Extension_config(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Extension", field.Name)
+}
+
 func (ec *executionContext) childFields_ExtensionResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "summary":
@@ -1418,6 +2020,16 @@ func (ec *executionContext) childFields_ExtensionResult(ctx context.Context, fie
 		return ec.fieldContext_ExtensionResult_evidence(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ExtensionResult", field.Name)
+}
+
+func (ec *executionContext) childFields_HostInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "version":
+		return ec.fieldContext_HostInfo_version(ctx, field)
+	case "uiSchema":
+		return ec.fieldContext_HostInfo_uiSchema(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HostInfo", field.Name)
 }
 
 func (ec *executionContext) childFields_Installation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1450,6 +2062,10 @@ func (ec *executionContext) childFields_Installation(ctx context.Context, field 
 		return ec.fieldContext_Installation_instances(ctx, field)
 	case "installedAt":
 		return ec.fieldContext_Installation_installedAt(ctx, field)
+	case "extensions":
+		return ec.fieldContext_Installation_extensions(ctx, field)
+	case "capabilities":
+		return ec.fieldContext_Installation_capabilities(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Installation", field.Name)
 }
@@ -1472,6 +2088,8 @@ func (ec *executionContext) childFields_Instance(ctx context.Context, field grap
 		return ec.fieldContext_Instance_usage(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Instance_createdAt(ctx, field)
+	case "backgroundRuns":
+		return ec.fieldContext_Instance_backgroundRuns(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Instance", field.Name)
 }
@@ -1514,6 +2132,42 @@ func (ec *executionContext) childFields_Problem(ctx context.Context, field graph
 		return ec.fieldContext_Problem_message(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Problem", field.Name)
+}
+
+func (ec *executionContext) childFields_ResponseCandidate(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "handle":
+		return ec.fieldContext_ResponseCandidate_handle(ctx, field)
+	case "instanceId":
+		return ec.fieldContext_ResponseCandidate_instanceId(ctx, field)
+	case "extension":
+		return ec.fieldContext_ResponseCandidate_extension(ctx, field)
+	case "description":
+		return ec.fieldContext_ResponseCandidate_description(ctx, field)
+	case "version":
+		return ec.fieldContext_ResponseCandidate_version(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ResponseCandidate", field.Name)
+}
+
+func (ec *executionContext) childFields_ResponseRender(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "rendered":
+		return ec.fieldContext_ResponseRender_rendered(ctx, field)
+	case "reasons":
+		return ec.fieldContext_ResponseRender_reasons(ctx, field)
+	case "instanceId":
+		return ec.fieldContext_ResponseRender_instanceId(ctx, field)
+	case "extension":
+		return ec.fieldContext_ResponseRender_extension(ctx, field)
+	case "generation":
+		return ec.fieldContext_ResponseRender_generation(ctx, field)
+	case "config":
+		return ec.fieldContext_ResponseRender_config(ctx, field)
+	case "data":
+		return ec.fieldContext_ResponseRender_data(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ResponseRender", field.Name)
 }
 
 func (ec *executionContext) childFields_SavedEntity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1574,8 +2228,28 @@ func (ec *executionContext) childFields_StorageChange(ctx context.Context, field
 		return ec.fieldContext_StorageChange_operation(ctx, field)
 	case "itemRevision":
 		return ec.fieldContext_StorageChange_itemRevision(ctx, field)
+	case "generation":
+		return ec.fieldContext_StorageChange_generation(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type StorageChange", field.Name)
+}
+
+func (ec *executionContext) childFields_UiConfig(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "instanceId":
+		return ec.fieldContext_UiConfig_instanceId(ctx, field)
+	case "extension":
+		return ec.fieldContext_UiConfig_extension(ctx, field)
+	case "point":
+		return ec.fieldContext_UiConfig_point(ctx, field)
+	case "generation":
+		return ec.fieldContext_UiConfig_generation(ctx, field)
+	case "config":
+		return ec.fieldContext_UiConfig_config(ctx, field)
+	case "persistedState":
+		return ec.fieldContext_UiConfig_persistedState(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UiConfig", field.Name)
 }
 
 func (ec *executionContext) childFields_User(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1778,6 +2452,36 @@ func (ec *executionContext) field_Mutation_applyCapabilityResult_args(ctx contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createAccessToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "user",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["user"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "admin",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["admin"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "ttlSeconds",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ttlSeconds"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createInstance_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1871,6 +2575,22 @@ func (ec *executionContext) field_Mutation_invoke_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["arguments"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "query",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["query"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "generation",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["generation"] = arg4
 	return args, nil
 }
 
@@ -1885,6 +2605,20 @@ func (ec *executionContext) field_Mutation_resetInstanceStorage_args(ctx context
 		return nil, err
 	}
 	args["instanceId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_revokeAccessToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -1918,6 +2652,52 @@ func (ec *executionContext) field_Mutation_saveEntity_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_selectResponseUi_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "handle",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["handle"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["messageId"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "capability",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["capability"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "arguments",
+		func(ctx context.Context, v any) (models.JSON, error) {
+			return ec.unmarshalOJSON2pluginhostᚋmodelsᚐJSON(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["arguments"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "result",
+		func(ctx context.Context, v any) (models.JSON, error) {
+			return ec.unmarshalNJSON2pluginhostᚋmodelsᚐJSON(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["result"] = arg4
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_setAiStorageConsent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1937,6 +2717,36 @@ func (ec *executionContext) field_Mutation_setAiStorageConsent_args(ctx context.
 		return nil, err
 	}
 	args["granted"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setExtensionState_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "extension",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["extension"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "values",
+		func(ctx context.Context, v any) (models.JSON, error) {
+			return ec.unmarshalNJSON2pluginhostᚋmodelsᚐJSON(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["values"] = arg2
 	return args, nil
 }
 
@@ -2246,6 +3056,20 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_accessTokens_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "user",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["user"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_instance_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2448,6 +3272,28 @@ func (ec *executionContext) field_Query_storageItems_args(ctx context.Context, r
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_uiConfig_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "extension",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["extension"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_validateManifest_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2573,6 +3419,190 @@ func (ec *executionContext) field___Type_fields_args(ctx context.Context, rawArg
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _AccessToken_id(ctx context.Context, field graphql.CollectedField, obj *AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _AccessToken_userId(ctx context.Context, field graphql.CollectedField, obj *AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_userId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_userId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _AccessToken_userName(ctx context.Context, field graphql.CollectedField, obj *AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_userName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_userName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AccessToken_createdAt(ctx context.Context, field graphql.CollectedField, obj *AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AccessToken_expiresAt(ctx context.Context, field graphql.CollectedField, obj *AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AccessToken_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AccessToken_revokedAt(ctx context.Context, field graphql.CollectedField, obj *AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_revokedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AccessToken_active(ctx context.Context, field graphql.CollectedField, obj *AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_active(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Active, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_active(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
 
 func (ec *executionContext) _AiNamespace_id(ctx context.Context, field graphql.CollectedField, obj *AiNamespace) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -3098,6 +4128,360 @@ func (ec *executionContext) fieldContext_AuditPage_nextCursor(_ context.Context,
 	return graphql.NewScalarFieldContext("AuditPage", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _BackgroundRun_capability(ctx context.Context, field graphql.CollectedField, obj *BackgroundRun) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BackgroundRun_capability(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capability, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BackgroundRun_capability(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BackgroundRun", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _BackgroundRun_scheduleSeconds(ctx context.Context, field graphql.CollectedField, obj *BackgroundRun) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BackgroundRun_scheduleSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ScheduleSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BackgroundRun_scheduleSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BackgroundRun", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _BackgroundRun_lastRunAt(ctx context.Context, field graphql.CollectedField, obj *BackgroundRun) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BackgroundRun_lastRunAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastRunAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BackgroundRun_lastRunAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BackgroundRun", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _BackgroundRun_lastOutcome(ctx context.Context, field graphql.CollectedField, obj *BackgroundRun) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BackgroundRun_lastOutcome(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastOutcome, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BackgroundRun_lastOutcome(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BackgroundRun", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _BackgroundRun_nextRunAt(ctx context.Context, field graphql.CollectedField, obj *BackgroundRun) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BackgroundRun_nextRunAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextRunAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BackgroundRun_nextRunAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BackgroundRun", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _BackgroundRun_failures(ctx context.Context, field graphql.CollectedField, obj *BackgroundRun) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BackgroundRun_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BackgroundRun_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BackgroundRun", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Capability_id(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capability_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Capability_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capability", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Capability_kind(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capability_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Capability_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capability", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Capability_description(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capability_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Capability_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capability", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Capability_inputSchema(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capability_inputSchema(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Capability().InputSchema(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Capability_inputSchema(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capability", field, true, true, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _Capability_outputSchema(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capability_outputSchema(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Capability().OutputSchema(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Capability_outputSchema(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capability", field, true, true, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _Capability_runnable(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capability_runnable(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Runnable(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Capability_runnable(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capability", field, true, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Capability_scheduleSeconds(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capability_scheduleSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Capability().ScheduleSeconds(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Capability_scheduleSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capability", field, true, true, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _CreatedAccessToken_token(ctx context.Context, field graphql.CollectedField, obj *CreatedAccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreatedAccessToken_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreatedAccessToken_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreatedAccessToken", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CreatedAccessToken_info(ctx context.Context, field graphql.CollectedField, obj *CreatedAccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreatedAccessToken_info(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Info, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *AccessToken) graphql.Marshaler {
+			return ec.marshalNAccessToken2ᚖpluginhostᚋgraphᚐAccessToken(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreatedAccessToken_info(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreatedAccessToken",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AccessToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Evidence_type(ctx context.Context, field graphql.CollectedField, obj *models.Evidence) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3213,6 +4597,144 @@ func (ec *executionContext) fieldContext_Evidence_revision(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _Extension_id(ctx context.Context, field graphql.CollectedField, obj *models.ExtensionConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Extension_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Extension_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Extension", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Extension_point(ctx context.Context, field graphql.CollectedField, obj *models.ExtensionConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Extension_point(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Point, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Extension_point(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Extension", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Extension_placement(ctx context.Context, field graphql.CollectedField, obj *models.ExtensionConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Extension_placement(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Placement, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Extension_placement(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Extension", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Extension_icon(ctx context.Context, field graphql.CollectedField, obj *models.ExtensionConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Extension_icon(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Icon, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Extension_icon(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Extension", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _Extension_description(ctx context.Context, field graphql.CollectedField, obj *models.ExtensionConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Extension_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Extension_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Extension", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Extension_config(ctx context.Context, field graphql.CollectedField, obj *models.ExtensionConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Extension_config(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Config, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalNJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Extension_config(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Extension", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
 func (ec *executionContext) _ExtensionResult_summary(ctx context.Context, field graphql.CollectedField, obj *models.ExtensionResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3289,6 +4811,52 @@ func (ec *executionContext) fieldContext_ExtensionResult_evidence(_ context.Cont
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _HostInfo_version(ctx context.Context, field graphql.CollectedField, obj *HostInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostInfo_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostInfo_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HostInfo", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _HostInfo_uiSchema(ctx context.Context, field graphql.CollectedField, obj *HostInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HostInfo_uiSchema(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UISchema, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HostInfo_uiSchema(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HostInfo", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Installation_id(ctx context.Context, field graphql.CollectedField, obj *models.Installation) (ret graphql.Marshaler) {
@@ -3631,6 +5199,70 @@ func (ec *executionContext) fieldContext_Installation_installedAt(_ context.Cont
 	return graphql.NewScalarFieldContext("Installation", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Installation_extensions(ctx context.Context, field graphql.CollectedField, obj *models.Installation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Installation_extensions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Installation().Extensions(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*models.ExtensionConfig) graphql.Marshaler {
+			return ec.marshalNExtension2ᚕᚖpluginhostᚋmodelsᚐExtensionConfigᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Installation_extensions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Installation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Extension(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Installation_capabilities(ctx context.Context, field graphql.CollectedField, obj *models.Installation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Installation_capabilities(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Installation().Capabilities(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*models.Capability) graphql.Marshaler {
+			return ec.marshalNCapability2ᚕᚖpluginhostᚋmodelsᚐCapabilityᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Installation_capabilities(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Installation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Capability(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Instance_id(ctx context.Context, field graphql.CollectedField, obj *models.Instance) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3833,6 +5465,38 @@ func (ec *executionContext) fieldContext_Instance_createdAt(_ context.Context, f
 	return graphql.NewScalarFieldContext("Instance", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Instance_backgroundRuns(ctx context.Context, field graphql.CollectedField, obj *models.Instance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Instance_backgroundRuns(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Instance().BackgroundRuns(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*BackgroundRun) graphql.Marshaler {
+			return ec.marshalNBackgroundRun2ᚕᚖpluginhostᚋgraphᚐBackgroundRunᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Instance_backgroundRuns(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Instance",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BackgroundRun(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_trustPublisherKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3871,6 +5535,94 @@ func (ec *executionContext) fieldContext_Mutation_trustPublisherKey(ctx context.
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_trustPublisherKey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createAccessToken(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createAccessToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateAccessToken(ctx, fc.Args["user"].(string), fc.Args["admin"].(*bool), fc.Args["ttlSeconds"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *CreatedAccessToken) graphql.Marshaler {
+			return ec.marshalNCreatedAccessToken2ᚖpluginhostᚋgraphᚐCreatedAccessToken(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createAccessToken(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreatedAccessToken(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createAccessToken_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_revokeAccessToken(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_revokeAccessToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RevokeAccessToken(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *AccessToken) graphql.Marshaler {
+			return ec.marshalNAccessToken2ᚖpluginhostᚋgraphᚐAccessToken(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_revokeAccessToken(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AccessToken(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_revokeAccessToken_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -3959,6 +5711,94 @@ func (ec *executionContext) fieldContext_Mutation_aiInvoke(ctx context.Context, 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_aiInvoke_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setExtensionState(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setExtensionState(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetExtensionState(ctx, fc.Args["instanceId"].(string), fc.Args["extension"].(string), fc.Args["values"].(models.JSON))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalNJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setExtensionState(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type JSON does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setExtensionState_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_selectResponseUi(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_selectResponseUi(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SelectResponseUI(ctx, fc.Args["handle"].(string), fc.Args["messageId"].(string), fc.Args["capability"].(string), fc.Args["arguments"].(models.JSON), fc.Args["result"].(models.JSON))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *models.ResponseRender) graphql.Marshaler {
+			return ec.marshalNResponseRender2ᚖpluginhostᚋmodelsᚐResponseRender(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_selectResponseUi(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ResponseRender(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_selectResponseUi_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4415,7 +6255,7 @@ func (ec *executionContext) _Mutation_invoke(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().Invoke(ctx, fc.Args["instanceId"].(string), fc.Args["capability"].(string), fc.Args["arguments"].(models.JSON))
+			return ec.Resolvers.Mutation().Invoke(ctx, fc.Args["instanceId"].(string), fc.Args["capability"].(string), fc.Args["arguments"].(models.JSON), fc.Args["query"].(*string), fc.Args["generation"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *models.ExtensionResult) graphql.Marshaler {
@@ -5042,6 +6882,50 @@ func (ec *executionContext) fieldContext_Query_validateUiConfig(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_accessTokens(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_accessTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().AccessTokens(ctx, fc.Args["user"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*AccessToken) graphql.Marshaler {
+			return ec.marshalNAccessToken2ᚕᚖpluginhostᚋgraphᚐAccessTokenᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_accessTokens(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AccessToken(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_accessTokens_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_aiTools(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5114,6 +6998,114 @@ func (ec *executionContext) fieldContext_Query_storageAudit(ctx context.Context,
 	if fc.Args, err = ec.field_Query_storageAudit_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_hostInfo(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_hostInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().HostInfo(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *HostInfo) graphql.Marshaler {
+			return ec.marshalNHostInfo2ᚖpluginhostᚋgraphᚐHostInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_hostInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HostInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_uiConfig(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_uiConfig(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().UIConfig(ctx, fc.Args["instanceId"].(string), fc.Args["extension"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *models.UIConfig) graphql.Marshaler {
+			return ec.marshalNUiConfig2ᚖpluginhostᚋmodelsᚐUIConfig(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_uiConfig(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UiConfig(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_uiConfig_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_responseCandidates(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_responseCandidates(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().ResponseCandidates(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*models.ResponseCandidate) graphql.Marshaler {
+			return ec.marshalNResponseCandidate2ᚕᚖpluginhostᚋmodelsᚐResponseCandidateᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_responseCandidates(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ResponseCandidate(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -5488,6 +7480,291 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _ResponseCandidate_handle(ctx context.Context, field graphql.CollectedField, obj *models.ResponseCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResponseCandidate_handle(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Handle, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ResponseCandidate_handle(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ResponseCandidate", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ResponseCandidate_instanceId(ctx context.Context, field graphql.CollectedField, obj *models.ResponseCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResponseCandidate_instanceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InstanceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ResponseCandidate_instanceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ResponseCandidate", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ResponseCandidate_extension(ctx context.Context, field graphql.CollectedField, obj *models.ResponseCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResponseCandidate_extension(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Extension, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ResponseCandidate_extension(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ResponseCandidate", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ResponseCandidate_description(ctx context.Context, field graphql.CollectedField, obj *models.ResponseCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResponseCandidate_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ResponseCandidate_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ResponseCandidate", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ResponseCandidate_version(ctx context.Context, field graphql.CollectedField, obj *models.ResponseCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResponseCandidate_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ResponseCandidate_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ResponseCandidate", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ResponseRender_rendered(ctx context.Context, field graphql.CollectedField, obj *models.ResponseRender) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResponseRender_rendered(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rendered, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ResponseRender_rendered(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ResponseRender", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ResponseRender_reasons(ctx context.Context, field graphql.CollectedField, obj *models.ResponseRender) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResponseRender_reasons(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reasons, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []models.Problem) graphql.Marshaler {
+			return ec.marshalNProblem2ᚕpluginhostᚋmodelsᚐProblemᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ResponseRender_reasons(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ResponseRender",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Problem(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ResponseRender_instanceId(ctx context.Context, field graphql.CollectedField, obj *models.ResponseRender) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResponseRender_instanceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InstanceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ResponseRender_instanceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ResponseRender", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ResponseRender_extension(ctx context.Context, field graphql.CollectedField, obj *models.ResponseRender) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResponseRender_extension(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Extension, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ResponseRender_extension(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ResponseRender", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ResponseRender_generation(ctx context.Context, field graphql.CollectedField, obj *models.ResponseRender) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResponseRender_generation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Generation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ResponseRender_generation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ResponseRender", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ResponseRender_config(ctx context.Context, field graphql.CollectedField, obj *models.ResponseRender) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResponseRender_config(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Config, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ResponseRender_config(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ResponseRender", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _ResponseRender_data(ctx context.Context, field graphql.CollectedField, obj *models.ResponseRender) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ResponseRender_data(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Data, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ResponseRender_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ResponseRender", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _SavedEntity_key(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
@@ -6005,6 +8282,29 @@ func (ec *executionContext) fieldContext_StorageChange_itemRevision(_ context.Co
 	return graphql.NewScalarFieldContext("StorageChange", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _StorageChange_generation(ctx context.Context, field graphql.CollectedField, obj *models.StorageChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StorageChange_generation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Generation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_StorageChange_generation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StorageChange", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _Subscription_storageChanged(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
 	return graphql.ResolveFieldStream(
 		ctx,
@@ -6047,6 +8347,144 @@ func (ec *executionContext) fieldContext_Subscription_storageChanged(ctx context
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _UiConfig_instanceId(ctx context.Context, field graphql.CollectedField, obj *models.UIConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UiConfig_instanceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InstanceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UiConfig_instanceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UiConfig", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _UiConfig_extension(ctx context.Context, field graphql.CollectedField, obj *models.UIConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UiConfig_extension(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Extension, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UiConfig_extension(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UiConfig", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UiConfig_point(ctx context.Context, field graphql.CollectedField, obj *models.UIConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UiConfig_point(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Point, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UiConfig_point(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UiConfig", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UiConfig_generation(ctx context.Context, field graphql.CollectedField, obj *models.UIConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UiConfig_generation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Generation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UiConfig_generation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UiConfig", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _UiConfig_config(ctx context.Context, field graphql.CollectedField, obj *models.UIConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UiConfig_config(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Config, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalNJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UiConfig_config(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UiConfig", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _UiConfig_persistedState(ctx context.Context, field graphql.CollectedField, obj *models.UIConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UiConfig_persistedState(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PersistedState, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalNJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UiConfig_persistedState(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UiConfig", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *models.User) (ret graphql.Marshaler) {
@@ -7358,6 +9796,79 @@ func (ec *executionContext) unmarshalInputSavedEntityInput(ctx context.Context, 
 
 // region    **************************** object.gotpl ****************************
 
+var accessTokenImplementors = []string{"AccessToken"}
+
+func (ec *executionContext) _AccessToken(ctx context.Context, sel ast.SelectionSet, obj *AccessToken) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, accessTokenImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AccessToken")
+		case "id":
+			out.Values[i] = ec._AccessToken_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "userId":
+			out.Values[i] = ec._AccessToken_userId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "userName":
+			out.Values[i] = ec._AccessToken_userName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._AccessToken_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._AccessToken_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._AccessToken_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "revokedAt":
+			out.Values[i] = ec._AccessToken_revokedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "active":
+			out.Values[i] = ec._AccessToken_active(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var aiNamespaceImplementors = []string{"AiNamespace"}
 
 func (ec *executionContext) _AiNamespace(ctx context.Context, sel ast.SelectionSet, obj *AiNamespace) graphql.Marshaler {
@@ -7600,6 +10111,279 @@ func (ec *executionContext) _AuditPage(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var backgroundRunImplementors = []string{"BackgroundRun"}
+
+func (ec *executionContext) _BackgroundRun(ctx context.Context, sel ast.SelectionSet, obj *BackgroundRun) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, backgroundRunImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BackgroundRun")
+		case "capability":
+			out.Values[i] = ec._BackgroundRun_capability(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "scheduleSeconds":
+			out.Values[i] = ec._BackgroundRun_scheduleSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastRunAt":
+			out.Values[i] = ec._BackgroundRun_lastRunAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "lastOutcome":
+			out.Values[i] = ec._BackgroundRun_lastOutcome(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "nextRunAt":
+			out.Values[i] = ec._BackgroundRun_nextRunAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._BackgroundRun_failures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var capabilityImplementors = []string{"Capability"}
+
+func (ec *executionContext) _Capability(ctx context.Context, sel ast.SelectionSet, obj *models.Capability) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, capabilityImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Capability")
+		case "id":
+			out.Values[i] = ec._Capability_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "kind":
+			out.Values[i] = ec._Capability_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "description":
+			out.Values[i] = ec._Capability_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "inputSchema":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Capability_inputSchema(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "outputSchema":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Capability_outputSchema(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "runnable":
+			out.Values[i] = ec._Capability_runnable(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "scheduleSeconds":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Capability_scheduleSeconds(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var createdAccessTokenImplementors = []string{"CreatedAccessToken"}
+
+func (ec *executionContext) _CreatedAccessToken(ctx context.Context, sel ast.SelectionSet, obj *CreatedAccessToken) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createdAccessTokenImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreatedAccessToken")
+		case "token":
+			out.Values[i] = ec._CreatedAccessToken_token(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "info":
+			out.Values[i] = ec._CreatedAccessToken_info(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var evidenceImplementors = []string{"Evidence"}
 
 func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *models.Evidence) graphql.Marshaler {
@@ -7658,6 +10442,69 @@ func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var extensionImplementors = []string{"Extension"}
+
+func (ec *executionContext) _Extension(ctx context.Context, sel ast.SelectionSet, obj *models.ExtensionConfig) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, extensionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Extension")
+		case "id":
+			out.Values[i] = ec._Extension_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "point":
+			out.Values[i] = ec._Extension_point(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "placement":
+			out.Values[i] = ec._Extension_placement(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "icon":
+			out.Values[i] = ec._Extension_icon(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._Extension_description(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "config":
+			out.Values[i] = ec._Extension_config(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var extensionResultImplementors = []string{"ExtensionResult"}
 
 func (ec *executionContext) _ExtensionResult(ctx context.Context, sel ast.SelectionSet, obj *models.ExtensionResult) graphql.Marshaler {
@@ -7682,6 +10529,49 @@ func (ec *executionContext) _ExtensionResult(ctx context.Context, sel ast.Select
 			}
 		case "evidence":
 			out.Values[i] = ec._ExtensionResult_evidence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var hostInfoImplementors = []string{"HostInfo"}
+
+func (ec *executionContext) _HostInfo(ctx context.Context, sel ast.SelectionSet, obj *HostInfo) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, hostInfoImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("HostInfo")
+		case "version":
+			out.Values[i] = ec._HostInfo_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "uiSchema":
+			out.Values[i] = ec._HostInfo_uiSchema(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -7920,6 +10810,82 @@ func (ec *executionContext) _Installation(ctx context.Context, sel ast.Selection
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "extensions":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Installation_extensions(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "capabilities":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Installation_capabilities(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -8092,6 +11058,44 @@ func (ec *executionContext) _Instance(ctx context.Context, sel ast.SelectionSet,
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "backgroundRuns":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Instance_backgroundRuns(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -8140,6 +11144,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createAccessToken":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createAccessToken(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revokeAccessToken":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_revokeAccessToken(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "setAiStorageConsent":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setAiStorageConsent(ctx, field)
@@ -8150,6 +11168,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "aiInvoke":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_aiInvoke(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setExtensionState":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setExtensionState(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "selectResponseUi":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_selectResponseUi(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -8527,6 +11559,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "accessTokens":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_accessTokens(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "aiTools":
 			field := field
 
@@ -8559,6 +11613,72 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_storageAudit(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "hostInfo":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_hostInfo(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "uiConfig":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_uiConfig(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "responseCandidates":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_responseCandidates(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -8738,6 +11858,132 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var responseCandidateImplementors = []string{"ResponseCandidate"}
+
+func (ec *executionContext) _ResponseCandidate(ctx context.Context, sel ast.SelectionSet, obj *models.ResponseCandidate) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, responseCandidateImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ResponseCandidate")
+		case "handle":
+			out.Values[i] = ec._ResponseCandidate_handle(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "instanceId":
+			out.Values[i] = ec._ResponseCandidate_instanceId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "extension":
+			out.Values[i] = ec._ResponseCandidate_extension(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._ResponseCandidate_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "version":
+			out.Values[i] = ec._ResponseCandidate_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var responseRenderImplementors = []string{"ResponseRender"}
+
+func (ec *executionContext) _ResponseRender(ctx context.Context, sel ast.SelectionSet, obj *models.ResponseRender) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, responseRenderImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ResponseRender")
+		case "rendered":
+			out.Values[i] = ec._ResponseRender_rendered(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reasons":
+			out.Values[i] = ec._ResponseRender_reasons(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "instanceId":
+			out.Values[i] = ec._ResponseRender_instanceId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "extension":
+			out.Values[i] = ec._ResponseRender_extension(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "generation":
+			out.Values[i] = ec._ResponseRender_generation(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "config":
+			out.Values[i] = ec._ResponseRender_config(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "data":
+			out.Values[i] = ec._ResponseRender_data(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -8948,6 +12194,11 @@ func (ec *executionContext) _StorageChange(ctx context.Context, sel ast.Selectio
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "generation":
+			out.Values[i] = ec._StorageChange_generation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -8987,6 +12238,69 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
+}
+
+var uiConfigImplementors = []string{"UiConfig"}
+
+func (ec *executionContext) _UiConfig(ctx context.Context, sel ast.SelectionSet, obj *models.UIConfig) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, uiConfigImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UiConfig")
+		case "instanceId":
+			out.Values[i] = ec._UiConfig_instanceId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "extension":
+			out.Values[i] = ec._UiConfig_extension(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "point":
+			out.Values[i] = ec._UiConfig_point(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "generation":
+			out.Values[i] = ec._UiConfig_generation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "config":
+			out.Values[i] = ec._UiConfig_config(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "persistedState":
+			out.Values[i] = ec._UiConfig_persistedState(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
 }
 
 var userImplementors = []string{"User"}
@@ -9477,6 +12791,32 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNAccessToken2ᚕᚖpluginhostᚋgraphᚐAccessTokenᚄ(ctx context.Context, sel ast.SelectionSet, v []*AccessToken) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAccessToken2ᚖpluginhostᚋgraphᚐAccessToken(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAccessToken2ᚖpluginhostᚋgraphᚐAccessToken(ctx context.Context, sel ast.SelectionSet, v *AccessToken) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AccessToken(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNAiNamespace2ᚕᚖpluginhostᚋgraphᚐAiNamespaceᚄ(ctx context.Context, sel ast.SelectionSet, v []*AiNamespace) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -9565,6 +12905,32 @@ func (ec *executionContext) marshalNAuditPage2ᚖpluginhostᚋgraphᚐAuditPage(
 	return ec._AuditPage(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNBackgroundRun2ᚕᚖpluginhostᚋgraphᚐBackgroundRunᚄ(ctx context.Context, sel ast.SelectionSet, v []*BackgroundRun) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNBackgroundRun2ᚖpluginhostᚋgraphᚐBackgroundRun(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNBackgroundRun2ᚖpluginhostᚋgraphᚐBackgroundRun(ctx context.Context, sel ast.SelectionSet, v *BackgroundRun) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._BackgroundRun(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -9579,6 +12945,42 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNCapability2ᚕᚖpluginhostᚋmodelsᚐCapabilityᚄ(ctx context.Context, sel ast.SelectionSet, v []*models.Capability) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNCapability2ᚖpluginhostᚋmodelsᚐCapability(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNCapability2ᚖpluginhostᚋmodelsᚐCapability(ctx context.Context, sel ast.SelectionSet, v *models.Capability) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Capability(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNCreatedAccessToken2ᚖpluginhostᚋgraphᚐCreatedAccessToken(ctx context.Context, sel ast.SelectionSet, v *CreatedAccessToken) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._CreatedAccessToken(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNEvidence2pluginhostᚋmodelsᚐEvidence(ctx context.Context, sel ast.SelectionSet, v models.Evidence) graphql.Marshaler {
@@ -9601,6 +13003,32 @@ func (ec *executionContext) marshalNEvidence2ᚕpluginhostᚋmodelsᚐEvidence�
 	return ret
 }
 
+func (ec *executionContext) marshalNExtension2ᚕᚖpluginhostᚋmodelsᚐExtensionConfigᚄ(ctx context.Context, sel ast.SelectionSet, v []*models.ExtensionConfig) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNExtension2ᚖpluginhostᚋmodelsᚐExtensionConfig(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNExtension2ᚖpluginhostᚋmodelsᚐExtensionConfig(ctx context.Context, sel ast.SelectionSet, v *models.ExtensionConfig) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Extension(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNExtensionResult2ᚖpluginhostᚋmodelsᚐExtensionResult(ctx context.Context, sel ast.SelectionSet, v *models.ExtensionResult) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -9609,6 +13037,16 @@ func (ec *executionContext) marshalNExtensionResult2ᚖpluginhostᚋmodelsᚐExt
 		return graphql.Null
 	}
 	return ec._ExtensionResult(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNHostInfo2ᚖpluginhostᚋgraphᚐHostInfo(ctx context.Context, sel ast.SelectionSet, v *HostInfo) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._HostInfo(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
@@ -9799,6 +13237,42 @@ func (ec *executionContext) marshalNProblem2ᚕpluginhostᚋmodelsᚐProblemᚄ(
 	return ret
 }
 
+func (ec *executionContext) marshalNResponseCandidate2ᚕᚖpluginhostᚋmodelsᚐResponseCandidateᚄ(ctx context.Context, sel ast.SelectionSet, v []*models.ResponseCandidate) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNResponseCandidate2ᚖpluginhostᚋmodelsᚐResponseCandidate(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNResponseCandidate2ᚖpluginhostᚋmodelsᚐResponseCandidate(ctx context.Context, sel ast.SelectionSet, v *models.ResponseCandidate) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ResponseCandidate(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNResponseRender2ᚖpluginhostᚋmodelsᚐResponseRender(ctx context.Context, sel ast.SelectionSet, v *models.ResponseRender) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ResponseRender(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNSavedEntity2ᚕᚖpluginhostᚋgraphᚐSavedEntityᚄ(ctx context.Context, sel ast.SelectionSet, v []*SavedEntity) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -9893,6 +13367,16 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNUiConfig2ᚖpluginhostᚋmodelsᚐUIConfig(ctx context.Context, sel ast.SelectionSet, v *models.UIConfig) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._UiConfig(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNUser2ᚖpluginhostᚋmodelsᚐUser(ctx context.Context, sel ast.SelectionSet, v *models.User) graphql.Marshaler {

@@ -6,6 +6,27 @@ import (
 	"pluginhost/models"
 )
 
+// A bearer token as an admin sees it: never the token itself (shown once, at
+// creation) nor its hash.
+type AccessToken struct {
+	// The token's id, by which it is revoked.
+	ID string `json:"id"`
+	// The id of the user the token acts as.
+	UserID string `json:"userId"`
+	// The name of that user.
+	UserName string `json:"userName"`
+	// When it was created (RFC 3339).
+	CreatedAt string `json:"createdAt"`
+	// When it expires (RFC 3339); null: never.
+	ExpiresAt *string `json:"expiresAt,omitempty"`
+	// When it was last used (RFC 3339), recorded at most once a minute; null: never.
+	LastUsedAt *string `json:"lastUsedAt,omitempty"`
+	// When it was revoked (RFC 3339); null: not revoked.
+	RevokedAt *string `json:"revokedAt,omitempty"`
+	// Whether it is accepted now: neither revoked nor expired.
+	Active bool `json:"active"`
+}
+
 // A namespace an AI tool may use, with the AI's access to it.
 type AiNamespace struct {
 	// The namespace id.
@@ -14,13 +35,14 @@ type AiNamespace struct {
 	Access string `json:"access"`
 }
 
-// One standard storage tool of one Instance that the user's AI assistant may call.
+// One tool of one Instance that the user's AI assistant may call: a standard storage
+// tool, or a runnable tool or skill capability of the plugin.
 type AiTool struct {
 	// An opaque handle that grants exactly this tool on this Instance at the current
 	// package generation. It cannot be guessed, forged or changed to another scope; after
 	// a package update it is stale (PLUGIN_STORAGE_CONFLICT) and aiTools gives a new one.
 	Handle string `json:"handle"`
-	// The tool: host.storage.list, get, create, update or delete.
+	// The tool: host.storage.list, get, create, update or delete, or the plugin's capability id.
 	Capability string `json:"capability"`
 	// The Instance the tool works on.
 	InstanceID string `json:"instanceId"`
@@ -67,6 +89,38 @@ type AuditPage struct {
 	HasMore bool `json:"hasMore"`
 	// Pass as cursor to read the next page.
 	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// The schedule of one background capability of an Instance.
+type BackgroundRun struct {
+	// The background capability.
+	Capability string `json:"capability"`
+	// How often it runs (schedule_seconds).
+	ScheduleSeconds int `json:"scheduleSeconds"`
+	// When it last ran (ISO 8601 with offset); null before its first run.
+	LastRunAt *string `json:"lastRunAt,omitempty"`
+	// How the last run ended: ok, a CAPABILITY_FAILED reason or an error code; null before its first run.
+	LastOutcome *string `json:"lastOutcome,omitempty"`
+	// When it runs next (ISO 8601 with offset). After failures it backs off, doubling up to one hour.
+	NextRunAt string `json:"nextRunAt"`
+	// Failed runs in a row.
+	Failures int `json:"failures"`
+}
+
+// A token just created.
+type CreatedAccessToken struct {
+	// The bearer token, shown only this once; the host keeps only its hash.
+	Token string `json:"token"`
+	// What may be shown of it later.
+	Info *AccessToken `json:"info"`
+}
+
+// The host itself: what app clients and packages are checked against.
+type HostInfo struct {
+	// The host's version (semantic version); a package whose min_host_version is newer is refused.
+	Version string `json:"version"`
+	// The ui_schema of the UI configs the host renders (2).
+	UISchema int `json:"uiSchema"`
 }
 
 type Mutation struct {

@@ -7,8 +7,11 @@ import (
 
 	"pluginhost/aitools"
 	"pluginhost/auth"
+	"pluginhost/capability"
+	"pluginhost/extensions"
 	"pluginhost/lifecycle"
 	"pluginhost/live"
+	"pluginhost/schedule"
 	"pluginhost/storage"
 )
 
@@ -18,6 +21,12 @@ type Resolver struct {
 	Lifecycle *lifecycle.Service
 	Storage   *storage.Service
 	AI        *aitools.Service
-	Live      *live.Hub
-	Log       *slog.Logger
+	// UI serves UI configs, persisted UI state and response UI.
+	UI   *extensions.Service
+	Live *live.Hub
+	// Capabilities runs plugin capabilities; Schedule shows their
+	// background runs.
+	Capabilities *capability.Service
+	Schedule     *schedule.Scheduler
+	Log          *slog.Logger
 }

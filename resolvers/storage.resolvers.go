@@ -11,18 +11,14 @@ import (
 	"pluginhost/auth"
 	"pluginhost/models"
 	"pluginhost/storage"
-	"strings"
 )
 
-func (r *mutationResolver) Invoke(ctx context.Context, instanceID string, capability string, arguments models.JSON) (*models.ExtensionResult, error) {
+func (r *mutationResolver) Invoke(ctx context.Context, instanceID string, capability string, arguments models.JSON, query *string, generation *int) (*models.ExtensionResult, error) {
 	c, err := r.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if !strings.HasPrefix(capability, "host.storage.") {
-		return nil, models.Errorf(models.ErrInvalid, "capability %q is not a host tool; invoke runs the host.storage.* tools (plugin capabilities run in the plugin's runners)", capability)
-	}
-	return r.Storage.Invoke(ctx, c, instanceID, capability, arguments)
+	return r.invoke(ctx, c, instanceID, capability, arguments, query, generation)
 }
 
 func (r *mutationResolver) StorageCreate(ctx context.Context, instanceID string, namespace *string, key string, value models.JSON) (*models.ExtensionResult, error) {
