@@ -4,15 +4,14 @@
 // REST API over each plugin Instance's persistent storage, and builds, signs,
 // validates and previews plugins.
 //
-// This file only parses the command line and wires the packages together.
+// This file holds main and the wiring of serve; the other commands are in
+// package cli.
 package main
 
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
-	"errors"
-	"flag"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,7 +22,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -31,43 +29,31 @@ import (
 	"pluginhost/aitools"
 	"pluginhost/auth"
 	"pluginhost/bundle"
+	"pluginhost/capability"
 	"pluginhost/changes"
+	"pluginhost/cli"
 	"pluginhost/database"
+	"pluginhost/extensions"
 	"pluginhost/httpapi"
 	"pluginhost/imageproxy"
 	"pluginhost/lifecycle"
 	"pluginhost/live"
+	"pluginhost/metrics"
 	"pluginhost/migrations"
 	"pluginhost/models"
-	"pluginhost/preview"
 	"pluginhost/relay"
 	"pluginhost/resolvers"
+	"pluginhost/sandbox"
+	"pluginhost/schedule"
 	"pluginhost/secret"
 	"pluginhost/storage"
-	"pluginhost/validator"
 )
-
-const usage = `pluginhost hosts signed plugins.
-
-Usage:
-  pluginhost serve [--addr A] [--db DSN] [--data-dir DIR] [--redis URL] [--trusted-keys DIR] [--playground=false]
-  pluginhost token create --user NAME [--admin] [--db DSN]
-  pluginhost keygen --out PREFIX
-  pluginhost package --dir DIR --key PREFIX.key --out FILE
-  pluginhost validate PATH [--json]
-  pluginhost preview (--dir DIR --extension ID | --config FILE [--manifest FILE]) [--fixtures FILE] --out FILE.html
-
-Every flag has an environment twin: --addr PLUGINHOST_ADDR, --db PLUGINHOST_DB,
---data-dir PLUGINHOST_DATA_DIR, --redis PLUGINHOST_REDIS, --trusted-keys
-PLUGINHOST_TRUSTED_KEYS, --log-level PLUGINHOST_LOG_LEVEL. The server's secret key
-is generated into the data folder, or taken from PLUGINHOST_SECRET_KEY.
-`
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "serve" {
 		smallStacks()
 	}
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr, serveCommand()))
 }
 
 // smallStacks restarts the server once with GODEBUG=adaptivestackstart=0,
@@ -92,85 +78,16 @@ func smallStacks() {
 	syscall.Exec(exe, os.Args, env) // returns only on failure: then run as is
 }
 
-// run executes one command and returns the process exit code: 0 success,
-// 1 failure (an invalid plugin for validate), 2 usage or I/O error.
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	var err error
-	switch args[0] {
-	case "serve":
-		err = serve(args[1:], stderr)
-	case "token":
-		err = tokenCmd(args[1:], stdout, stderr)
-	case "keygen":
-		err = keygen(args[1:], stdout)
-	case "package":
-		err = packageCmd(args[1:], stdout)
-	case "validate":
-		return validate(args[1:], stdout, stderr)
-	case "preview":
-		return previewCmd(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "pluginhost: unknown command %q\n\n%s", args[0], usage)
-		return 2
-	}
-	if err != nil {
-		var ue usageError
-		fmt.Fprintf(stderr, "pluginhost %s: %v\n", args[0], err)
-		if errors.As(err, &ue) {
-			return 2
-		}
-		return 1
-	}
-	return 0
-}
-
-type usageError struct{ error }
-
-func envInt(name string, def int) int {
-	if v, ok := os.LookupEnv(name); ok {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-	}
-	return def
-}
-
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
-// parse parses flags that may come before or after positional arguments.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	fs.SetOutput(io.Discard)
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, usageError{err}
-		}
-		if fs.NArg() == 0 {
-			return positional, nil
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+// newLogger logs at level and above, as logfmt text or as one JSON object a
+// line (format "json").
+func newLogger(w io.Writer, level, format string) *slog.Logger {
 	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", level)}
+	l.UnmarshalText([]byte(level)) // the flag allows only valid levels
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // tuneRuntime sets the garbage collector's pacing for a server: unless GOGC
@@ -184,11 +101,15 @@ func tuneRuntime() {
 
 // app is the wired server.
 type app struct {
+	engine  *sandbox.Engine
+	sched   *schedule.Scheduler
 	db      *database.DB
 	store   *storage.Service
 	hub     *live.Hub
 	sockets *httpapi.Sockets
 	relay   *relay.Relay
+	drain   *httpapi.Drain
+	limiter *httpapi.Limiter
 	handler http.Handler
 }
 
@@ -201,6 +122,11 @@ type config struct {
 	maxSubsPerUser int
 	wsInitTimeout  time.Duration
 	redis          string
+	runLimits      sandbox.Limits
+	background     bool
+	shutdownGrace  time.Duration
+	shutdownDelay  time.Duration
+	limits         httpapi.Limits
 }
 
 // newApp opens the store, applies migrations and wires every service.
@@ -231,6 +157,11 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		db.Close()
 		return nil, err
 	}
+	responseHandles, err := aitools.NewHandles(extensions.HandleKey(key))
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	bus := changes.NewBus()
 	var rl *relay.Relay
 	authSvc := &auth.Service{DB: db}
@@ -244,70 +175,185 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 			db.Close()
 			return nil, err
 		}
-		log.Info("change events cross replicas through Redis", "redis", cfg.redis)
+		log.Info("change events cross replicas through Redis", "redis", relay.Redact(cfg.redis))
 	}
 	life := &lifecycle.Service{DB: db, Bus: bus, Storage: store, Log: log, TrustedKeys: trusted}
 	ai := &aitools.Service{DB: db, Storage: store, Handles: handles}
+	ext := &extensions.Service{DB: db, Handles: responseHandles}
 	hub := &live.Hub{Bus: bus, Storage: store, MaxPerConnection: cfg.maxSubsPerConn, MaxPerUser: cfg.maxSubsPerUser, Log: log}
+	limiter := httpapi.NewLimiter(cfg.limits)
 	sockets := httpapi.NewSockets(authSvc, log)
+	sockets.Limiter = limiter
+	authSvc.Revoked = sockets.CloseToken
 	if cfg.wsInitTimeout > 0 {
 		sockets.InitTimeout = cfg.wsInitTimeout
 	}
-	gql := httpapi.NewGraphQL(&resolvers.Resolver{Auth: authSvc, Lifecycle: life, Storage: store, AI: ai, Live: hub, Log: log}, log, sockets.Transport())
-	srv := &httpapi.Server{
-		Auth: authSvc, Storage: store, Sockets: sockets, DB: db, GraphQL: gql, Playground: cfg.playground,
-		Lifecycle: life, ImageProxy: &imageproxy.Proxy{Logger: log}, Metrics: httpapi.NewMetrics(), Log: log,
+	// Plugin capabilities: compiled once into the data folder's cache, run in
+	// the sandbox, on demand and on their schedules.
+	engine, err := sandbox.New(ctx, filepath.Join(cfg.dataDir, "wazero-cache"), cfg.runLimits)
+	if err != nil {
+		if rl != nil {
+			rl.Close()
+		}
+		store.Close()
+		db.Close()
+		return nil, err
 	}
-	return &app{db: db, store: store, hub: hub, sockets: sockets, relay: rl, handler: srv.Handler()}, nil
+	runs := &capability.Service{DB: db, Storage: store, Engine: engine, Metrics: capability.NewMetrics(), Log: log}
+	ai.Capabilities = runs
+	sched := &schedule.Scheduler{DB: db, Runner: runs, Log: log}
+	gql := httpapi.NewGraphQL(&resolvers.Resolver{Auth: authSvc, Lifecycle: life, Storage: store, AI: ai, UI: ext, Live: hub, Log: log,
+		Capabilities: runs, Schedule: sched}, log, limiter, sockets.Transport())
+	m := httpapi.NewMetrics()
+	writePool, _ := db.Write.DB()
+	readPool, _ := db.Read.DB()
+	if err := metrics.Register(m.Registry, metrics.Sources{
+		WebsocketConnections: sockets.Connections, Subscriptions: hub.Open,
+		DBPools: map[string]*sql.DB{"write": writePool, "read": readPool},
+		Version: models.HostVersion, Revision: cli.Revision(),
+	}); err != nil {
+		if rl != nil {
+			rl.Close()
+		}
+		engine.Close(ctx)
+		store.Close()
+		db.Close()
+		return nil, err
+	}
+	srv := &httpapi.Server{
+		Auth: authSvc, Storage: store, Sockets: sockets, DB: db, GraphQL: gql, Playground: cfg.playground, Limiter: limiter,
+		Lifecycle: life, ImageProxy: &imageproxy.Proxy{Logger: log}, Metrics: m, Log: log,
+	}
+	if cfg.background {
+		sched.Start(ctx)
+	}
+	drain := &httpapi.Drain{}
+	return &app{engine: engine, sched: sched, db: db, store: store, hub: hub, sockets: sockets, relay: rl, drain: drain, limiter: limiter,
+		handler: httpapi.AccessLog(log, drain.Handler(srv.Handler()))}, nil
 }
 
-// close ends subscriptions (they get a shutdown error), closes every
-// websocket, stops the write path and closes the store.
+// close closes every websocket (going away), ends what subscriptions remain,
+// stops the write path and closes the store.
 func (a *app) close() {
-	begun := time.Now()
+	a.sockets.Shutdown()
 	a.hub.Close()
-	a.sockets.Shutdown(begun)
+	a.sched.Close()
 	if a.relay != nil {
 		a.relay.Close()
 	}
 	a.store.Close()
+	a.engine.Close(context.Background())
 	a.db.Close()
 }
 
-func serve(args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	addr := fs.String("addr", env("PLUGINHOST_ADDR", "127.0.0.1:8080"), "listen address")
-	dsn := fs.String("db", env("PLUGINHOST_DB", database.DefaultDSN), "database")
-	dataDir := fs.String("data-dir", env("PLUGINHOST_DATA_DIR", "./data"), "folder of the server's generated secrets")
-	redis := fs.String("redis", env("PLUGINHOST_REDIS", ""), "Redis URL for change events across replicas")
-	trustedKeys := fs.String("trusted-keys", env("PLUGINHOST_TRUSTED_KEYS", ""), "folder of trusted *.pub publisher keys")
-	play := fs.Bool("playground", env("PLUGINHOST_PLAYGROUND", "true") == "true", "serve GraphiQL at /playground for admins")
-	level := fs.String("log-level", env("PLUGINHOST_LOG_LEVEL", "info"), "debug, info, warn or error")
-	perConn := fs.Int("max-subscriptions-per-connection", envInt("PLUGINHOST_MAX_SUBSCRIPTIONS_PER_CONNECTION", live.DefaultMaxPerConnection), "open subscriptions one websocket may hold")
-	initTimeout := fs.Duration("ws-init-timeout", httpapi.DefaultInitTimeout, "how long a websocket client has to send connection_init")
-	perUser := fs.Int("max-subscriptions-per-user", envInt("PLUGINHOST_MAX_SUBSCRIPTIONS_PER_USER", live.DefaultMaxPerUser), "open subscriptions one user may hold")
-	if _, err := parse(fs, args); err != nil {
-		return err
+// serveCommand is `pluginhost serve`: its flags, then the server's life from
+// start to a clean shutdown on SIGINT or SIGTERM.
+func serveCommand() cli.Command {
+	return cli.Command{
+		Name:    "serve",
+		Summary: "start the HTTP server: GraphQL, websocket subscriptions, REST, playground, dashboard",
+		Detail: "The server's secret key is generated into --data-dir (mode 0600) on first start,\n" +
+			"or taken from PLUGINHOST_SECRET_KEY (base64 of 32 bytes; replicas must share it).",
+		Setup: func(fs *cli.FlagSet) cli.Runner {
+			addr := fs.String("addr", "PLUGINHOST_ADDR", "127.0.0.1:8080", "listen address")
+			dsn := cli.DBFlag(fs)
+			dataDir := fs.String("data-dir", "PLUGINHOST_DATA_DIR", "./data", "folder of the server's generated secrets")
+			redis := fs.String("redis", "PLUGINHOST_REDIS", "", "Redis URL (redis://HOST:PORT/N) for change events across replicas")
+			trustedKeys := fs.String("trusted-keys", "PLUGINHOST_TRUSTED_KEYS", "", "folder of trusted *.pub publisher keys")
+			play := fs.Bool("playground", "PLUGINHOST_PLAYGROUND", true, "serve GraphiQL at /playground for admins")
+			level := fs.Enum("log-level", "PLUGINHOST_LOG_LEVEL", "info", "least severe level logged", "debug", "info", "warn", "error")
+			format := fs.Enum("log-format", "PLUGINHOST_LOG_FORMAT", "text", "log line format: logfmt text or one JSON object a line", "text", "json")
+			perConn := fs.Int("max-subscriptions-per-connection", "PLUGINHOST_MAX_SUBSCRIPTIONS_PER_CONNECTION",
+				live.DefaultMaxPerConnection, 1, 100000, "open subscriptions one websocket may hold")
+			perUser := fs.Int("max-subscriptions-per-user", "PLUGINHOST_MAX_SUBSCRIPTIONS_PER_USER",
+				live.DefaultMaxPerUser, 1, 1000000, "open subscriptions one user may hold")
+			initTimeout := fs.Duration("ws-init-timeout", "PLUGINHOST_WS_INIT_TIMEOUT", httpapi.DefaultInitTimeout,
+				100*time.Millisecond, 10*time.Minute, "how long a websocket client has to send connection_init")
+			runLimits := cli.SandboxFlags(fs)
+			background := fs.Bool("background", "PLUGINHOST_BACKGROUND", true, "run scheduled background capabilities on this replica")
+			grace := fs.Duration("shutdown-grace", "PLUGINHOST_SHUTDOWN_GRACE", DefaultShutdownGrace, 0, time.Hour,
+				"on SIGTERM, how long requests under way may take to finish before they are cut")
+			delay := fs.Duration("shutdown-delay", "PLUGINHOST_SHUTDOWN_DELAY", 0, 0, 10*time.Minute,
+				"on SIGTERM, how long to keep accepting (/readyz answering 503) before closing the listener")
+			limits := limitFlags(fs)
+			return func(ctx context.Context, out cli.IO, args []string) error {
+				if len(args) > 0 {
+					return cli.Usagef("unexpected argument %q", args[0])
+				}
+				return serve(ctx, config{dsn: *dsn, dataDir: *dataDir, trustedKeys: *trustedKeys, playground: *play,
+					maxSubsPerConn: *perConn, maxSubsPerUser: *perUser, wsInitTimeout: *initTimeout, redis: *redis,
+					runLimits: runLimits(), background: *background, shutdownGrace: *grace, shutdownDelay: *delay, limits: limits()},
+					*addr, newLogger(out.Stderr, *level, *format))
+			}
+		},
 	}
-	log, err := newLogger(stderr, *level)
-	if err != nil {
-		return err
+}
+
+// limitFlags defines the flags of the bounds on GraphQL requests and
+// websockets (httpapi.Limits); the function returned reads them after parsing.
+func limitFlags(fs *cli.FlagSet) func() httpapi.Limits {
+	const maxInt = 1<<31 - 1
+	bodyBytes := fs.Int("max-body-bytes", "PLUGINHOST_MAX_BODY_BYTES", httpapi.DefaultMaxBodyBytes, 1024, 1<<30,
+		"largest GraphQL request body, in bytes (larger: 413)")
+	bodyTimeout := fs.Duration("body-read-timeout", "PLUGINHOST_BODY_READ_TIMEOUT", httpapi.DefaultBodyReadTimeout,
+		10*time.Millisecond, 10*time.Minute, "how long a client has to send a request body (slower: 408)")
+	jsonDepth := fs.Int("max-json-depth", "PLUGINHOST_MAX_JSON_DEPTH", httpapi.DefaultMaxJSONDepth, 2, 10000,
+		"deepest nesting of a request body's JSON")
+	queryBytes := fs.Int("max-query-bytes", "PLUGINHOST_MAX_QUERY_BYTES", httpapi.DefaultMaxQueryBytes, 64, 1<<24,
+		"longest GraphQL document, in bytes")
+	queryTokens := fs.Int("max-query-tokens", "PLUGINHOST_MAX_QUERY_TOKENS", httpapi.DefaultMaxQueryTokens, 16, 1<<20,
+		"most lexical tokens of a GraphQL document")
+	queryFields := fs.Int("max-query-fields", "PLUGINHOST_MAX_QUERY_FIELDS", httpapi.DefaultMaxQueryFields, 1, 1<<20,
+		"most fields an operation selects, fragments expanded")
+	queryCost := fs.Int("max-query-cost", "PLUGINHOST_MAX_QUERY_COST", httpapi.DefaultMaxQueryCost, 1, maxInt,
+		"highest cost of an operation (objects times list sizes, plus the weights of expensive fields)")
+	responseBytes := fs.Int("max-response-bytes", "PLUGINHOST_MAX_RESPONSE_BYTES", httpapi.DefaultMaxResponseBytes, 1024, 1<<30,
+		"most bytes of results one operation may produce")
+	cacheBytes := fs.Int("query-cache-bytes", "PLUGINHOST_QUERY_CACHE_BYTES", httpapi.DefaultQueryCacheBytes, 1024, 1<<30,
+		"memory of parsed GraphQL documents kept, in bytes")
+	apqBytes := fs.Int("apq-cache-bytes", "PLUGINHOST_APQ_CACHE_BYTES", httpapi.DefaultAPQCacheBytes, 1024, 1<<30,
+		"memory of automatic persisted queries kept, in bytes")
+	inFlight := fs.Int("max-in-flight", "PLUGINHOST_MAX_IN_FLIGHT", httpapi.DefaultMaxInFlight, 1, 100000,
+		"GraphQL HTTP requests served at once (more wait, then 503)")
+	inFlightUser := fs.Int("max-in-flight-per-user", "PLUGINHOST_MAX_IN_FLIGHT_PER_USER", httpapi.DefaultMaxInFlightPerUser, 1, 100000,
+		"GraphQL HTTP requests one user has served at once (more wait, then 429)")
+	inFlightBytes := fs.Int("max-in-flight-body-bytes", "PLUGINHOST_MAX_IN_FLIGHT_BODY_BYTES", httpapi.DefaultMaxInFlightBodyBytes, 1024, maxInt,
+		"request bodies held in memory at once, in bytes (at least --max-body-bytes)")
+	wait := fs.Duration("in-flight-wait", "PLUGINHOST_IN_FLIGHT_WAIT", httpapi.DefaultInFlightWait, time.Millisecond, time.Minute,
+		"how long a request waits for its turn under the in-flight bounds")
+	work := fs.Int("max-user-work-rate", "PLUGINHOST_MAX_USER_WORK_RATE", httpapi.DefaultUserWorkPerSecond, 1, maxInt,
+		"work one user may have done per second: 10 a request, 1 a KiB of body, plus each operation's cost (more wait, then 429)")
+	sockets := fs.Int("max-websockets", "PLUGINHOST_MAX_WEBSOCKETS", httpapi.DefaultMaxWebsockets, 1, 10000000,
+		"websockets open at once on this server (more: close 1013)")
+	socketsUser := fs.Int("max-websockets-per-user", "PLUGINHOST_MAX_WEBSOCKETS_PER_USER", httpapi.DefaultMaxWebsocketsPerUser, 1, 1000000,
+		"websockets one user holds open (more: close 1008)")
+	return func() httpapi.Limits {
+		return httpapi.Limits{
+			MaxBodyBytes: int64(*bodyBytes), BodyReadTimeout: *bodyTimeout, MaxJSONDepth: *jsonDepth,
+			MaxQueryBytes: *queryBytes, MaxQueryTokens: *queryTokens, MaxQueryFields: *queryFields, MaxQueryCost: *queryCost,
+			MaxResponseBytes: int64(*responseBytes), QueryCacheBytes: int64(*cacheBytes), APQCacheBytes: int64(*apqBytes),
+			MaxInFlight: *inFlight, MaxInFlightPerUser: *inFlightUser, MaxInFlightBodyBytes: int64(*inFlightBytes), InFlightWait: *wait, UserWorkPerSecond: *work,
+			MaxWebsockets: *sockets, MaxWebsocketsPerUser: *socketsUser,
+		}
 	}
+}
+
+// serve runs the server until SIGINT or SIGTERM, then shuts it down.
+func serve(ctx context.Context, cfg config, addr string, log *slog.Logger) error {
 	tuneRuntime()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a, err := newApp(ctx, config{dsn: *dsn, dataDir: *dataDir, trustedKeys: *trustedKeys, playground: *play,
-		maxSubsPerConn: *perConn, maxSubsPerUser: *perUser, wsInitTimeout: *initTimeout, redis: *redis}, log)
+	a, err := newApp(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	hs := &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	log.Info("pluginhost serving", "addr", ln.Addr().String(), "db", database.Redact(*dsn), "graphql", "http://"+ln.Addr().String()+"/graphql")
+	log.Info("pluginhost serving", "addr", ln.Addr().String(), "db", database.Redact(cfg.dsn), "graphql", "http://"+ln.Addr().String()+"/graphql")
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -315,298 +361,36 @@ func serve(args []string, stderr io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "subscriptions", a.hub.Open(), "websockets", a.sockets.Connections())
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	hs.SetKeepAlivesEnabled(false)
-	err = hs.Shutdown(sctx)
+	stop() // a second signal ends the process at once
+	drain(a, hs, cfg, log)
 	log.Info("stopped")
-	return err
-}
-
-func tokenCmd(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		return usageError{errors.New("usage: pluginhost token create --user NAME [--admin] [--db DSN]")}
-	}
-	fs := flag.NewFlagSet("token create", flag.ContinueOnError)
-	user := fs.String("user", "", "user name")
-	admin := fs.Bool("admin", false, "make the user an admin")
-	dsn := fs.String("db", env("PLUGINHOST_DB", database.DefaultDSN), "database")
-	if _, err := parse(fs, args[1:]); err != nil {
-		return err
-	}
-	if *user == "" {
-		return usageError{errors.New("--user is required")}
-	}
-	ctx := context.Background()
-	db, err := database.Open(*dsn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if err := migrations.Apply(ctx, db, slog.New(slog.DiscardHandler)); err != nil {
-		return err
-	}
-	token, u, err := (&auth.Service{DB: db}).CreateToken(ctx, *user, *admin)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, token)
-	fmt.Fprintf(stderr, "token created for user %s (%s, admin: %t); it is shown only once\n", u.Name, u.ID, u.Admin)
 	return nil
 }
 
-func keygen(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("keygen", flag.ContinueOnError)
-	out := fs.String("out", "", "path prefix of the key pair")
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	if *out == "" {
-		return usageError{errors.New("--out PREFIX is required")}
-	}
-	pub, err := bundle.GenerateKey(*out)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s.key (private, keep it secret) and %s.pub (key id %s)\n", *out, *out, bundle.KeyID(pub))
-	return nil
-}
+// DefaultShutdownGrace is how long requests under way may take to finish
+// after SIGTERM: as long as a GraphQL request may take.
+const DefaultShutdownGrace = 30 * time.Second
 
-func packageCmd(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("package", flag.ContinueOnError)
-	dir := fs.String("dir", "", "plugin source folder")
-	keyPath := fs.String("key", "", "publisher private key (PREFIX.key)")
-	out := fs.String("out", "", "package file to write")
-	if _, err := parse(fs, args); err != nil {
-		return err
+// drain shuts the server down without cutting anyone off, in order:
+//  1. /readyz answers 503 and every response says "Connection: close", so
+//     that load balancers and clients move on (httpapi.Drain);
+//  2. every websocket gets the protocol's "going away" close (1001), so that
+//     subscribers reconnect to another replica and resubscribe;
+//  3. for cfg.shutdownDelay the listener stays open: clients still sending
+//     here are answered while the load balancer notices;
+//  4. the listener closes and idle connections with it, and requests under
+//     way get up to cfg.shutdownGrace to finish; then what remains is cut.
+func drain(a *app, hs *http.Server, cfg config, log *slog.Logger) {
+	log.Info("draining", "subscriptions", a.hub.Open(), "websockets", a.sockets.Connections(),
+		"delay", cfg.shutdownDelay, "grace", cfg.shutdownGrace)
+	a.drain.Start()
+	a.sockets.Shutdown()
+	a.hub.Close()
+	time.Sleep(cfg.shutdownDelay)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		log.Warn("shutdown grace period over: cutting the requests still under way", "grace", cfg.shutdownGrace)
+		hs.Close()
 	}
-	if *dir == "" || *keyPath == "" || *out == "" {
-		return usageError{errors.New("usage: pluginhost package --dir DIR --key PREFIX.key --out FILE")}
-	}
-	files, err := bundle.ReadDir(*dir)
-	if err != nil {
-		return err
-	}
-	m, report := validator.CheckPlugin(files)
-	if !report.Valid {
-		writeReport(stdout, report)
-		return fmt.Errorf("%s is not a valid plugin (%d errors); nothing was packaged", *dir, len(report.Errors))
-	}
-	key, err := bundle.LoadPrivateKey(*keyPath)
-	if err != nil {
-		return err
-	}
-	pkg, err := bundle.Build(files, key)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(*out, pkg, 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "packaged %s %s (%d files, %d bytes) signed by key %s into %s\n",
-		m.ID, m.Version, len(files), len(pkg), bundle.KeyID(key.Public().(ed25519.PublicKey)), *out)
-	return nil
-}
-
-// validate checks a plugin folder, a package file, a manifest.json or one UI
-// config. Exit 0 valid, 1 invalid, 2 usage or I/O error.
-func validate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	pos, err := parse(fs, args)
-	if err == nil && len(pos) != 1 {
-		err = errors.New("usage: pluginhost validate PATH [--json]")
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "pluginhost validate: %v\n", err)
-		return 2
-	}
-	report, err := validatePath(pos[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "pluginhost validate: %v\n", err)
-		return 2
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		enc.Encode(report)
-	} else {
-		writeReport(stdout, report)
-	}
-	if !report.Valid {
-		return 1
-	}
-	return 0
-}
-
-// previewCmd renders a plugin folder's extension, or one UI config, into one
-// standalone HTML file. Exit 0 written, 1 invalid config or fixtures (the
-// problems are printed), 2 usage or I/O error.
-func previewCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
-	dir := fs.String("dir", "", "plugin source folder")
-	ext := fs.String("extension", "", "id of the extension whose screen opens first")
-	config := fs.String("config", "", "one UI config (instead of --dir)")
-	manifest := fs.String("manifest", "", "manifest to check --config against (default: ../manifest.json of a config in ui/)")
-	fixtures := fs.String("fixtures", "", "fixtures file: canned capability results, storage, context")
-	out := fs.String("out", "", "HTML file to write")
-	pos, err := parse(fs, args)
-	if err == nil && (len(pos) != 0 || *out == "" || (*dir == "") == (*config == "") || (*dir != "" && *ext == "")) {
-		err = errors.New("usage: pluginhost preview (--dir DIR --extension ID | --config FILE [--manifest FILE]) [--fixtures FILE] --out FILE.html")
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "pluginhost preview: %v\n", err)
-		return 2
-	}
-	opts, err := previewOptions(*dir, *ext, *config, *manifest, *fixtures)
-	if err != nil {
-		fmt.Fprintf(stderr, "pluginhost preview: %v\n", err)
-		return 2
-	}
-	html, report, err := preview.Render(opts)
-	var fe *preview.FixturesError
-	switch {
-	case errors.Is(err, preview.ErrInvalid):
-		writeReport(stdout, report)
-		fmt.Fprintf(stderr, "pluginhost preview: %v\n", err)
-		return 1
-	case errors.As(err, &fe):
-		fmt.Fprintf(stderr, "pluginhost preview: %s: %v\n", *fixtures, err)
-		return 1
-	case err != nil:
-		fmt.Fprintf(stderr, "pluginhost preview: %v\n", err)
-		return 2
-	}
-	if err := os.WriteFile(*out, html, 0o644); err != nil {
-		fmt.Fprintf(stderr, "pluginhost preview: %v\n", err)
-		return 2
-	}
-	fmt.Fprintf(stdout, "wrote %s (%d bytes, %d warnings)\n", *out, len(html), len(report.Warnings))
-	return 0
-}
-
-// previewOptions reads the files of a preview. A config inside the ui/ folder
-// of a plugin is previewed with its whole plugin, so that navigation works.
-func previewOptions(dir, ext, config, manifest, fixtures string) (preview.Options, error) {
-	var opts preview.Options
-	var err error
-	if fixtures != "" {
-		if opts.Fixtures, err = os.ReadFile(fixtures); err != nil {
-			return opts, err
-		}
-	}
-	if config != "" && manifest == "" && ext == "" && filepath.Base(filepath.Dir(config)) == "ui" {
-		root := filepath.Dir(filepath.Dir(config))
-		if raw, err := os.ReadFile(filepath.Join(root, "manifest.json")); err == nil {
-			if m := validator.ParseManifest(raw); m != nil {
-				for _, e := range m.Extensions {
-					if e.Config == "ui/"+filepath.Base(config) || (e.Config == "" && filepath.Base(config) == e.ID+".json") {
-						dir, ext = root, e.ID
-					}
-				}
-			}
-		}
-	}
-	if dir != "" {
-		opts.Files, err = bundle.ReadDir(dir)
-		opts.Extension = ext
-		return opts, err
-	}
-	if opts.Config, err = os.ReadFile(config); err != nil {
-		return opts, err
-	}
-	opts.Extension = ext
-	if manifest != "" {
-		opts.Manifest, err = os.ReadFile(manifest)
-	}
-	return opts, err
-}
-
-func validatePath(path string) (*validator.Report, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if st.IsDir() {
-		files, err := bundle.ReadDir(path)
-		if err != nil {
-			return nil, err
-		}
-		_, r := validator.CheckPlugin(files)
-		return r, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if strings.HasPrefix(string(data), "PK") {
-		pkg, err := bundle.Open(data)
-		if err != nil {
-			return nil, err
-		}
-		_, r := validator.CheckPlugin(pkg.Files)
-		return r, nil
-	}
-	if isManifest(path, data) {
-		_, r := validator.CheckManifest(data)
-		return r, nil
-	}
-	// One UI config: with its plugin's manifest when it sits in ui/ of a
-	// plugin folder, so that manifest-dependent rules are checked too.
-	dir := filepath.Dir(path)
-	var m *models.Manifest
-	extension := ""
-	if raw, err := os.ReadFile(filepath.Join(dir, "..", "manifest.json")); err == nil && filepath.Base(dir) == "ui" {
-		m = validator.ParseManifest(raw)
-		for _, e := range m.Extensions {
-			if e.Config == "ui/"+filepath.Base(path) {
-				extension = e.ID
-			}
-		}
-	}
-	return validator.CheckUIConfig(data, m, extension), nil
-}
-
-// isManifest tells a manifest from a UI config: by its name, else by its members.
-func isManifest(path string, data []byte) bool {
-	if filepath.Base(path) == "manifest.json" {
-		return true
-	}
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(data, &probe) != nil {
-		return false
-	}
-	_, ui := probe["ui_schema"]
-	_, schema := probe["schema_version"]
-	return schema && !ui
-}
-
-func writeReport(w io.Writer, r *validator.Report) {
-	for _, p := range r.Errors {
-		fmt.Fprintf(w, "error   %s%s [%s] %s\n", fileOf(p.File), pointer(p.Path), p.Code, p.Message)
-	}
-	for _, p := range r.Warnings {
-		fmt.Fprintf(w, "warning %s%s [%s] %s\n", fileOf(p.File), pointer(p.Path), p.Code, p.Message)
-	}
-	if r.Valid {
-		fmt.Fprintf(w, "valid (%d warnings)\n", len(r.Warnings))
-	} else {
-		fmt.Fprintf(w, "invalid: %d errors, %d warnings\n", len(r.Errors), len(r.Warnings))
-	}
-}
-
-func fileOf(f string) string {
-	if f == "" {
-		return ""
-	}
-	return f + " "
-}
-
-func pointer(p string) string {
-	if p == "" {
-		return "/"
-	}
-	return p
 }

@@ -75,6 +75,13 @@ func run(nSubs, nInst, nWrites, nWriters int, binary string) error {
 	if _, err := cli("keygen", "--out", filepath.Join(keys, "load")); err != nil {
 		return fmt.Errorf("keygen: %v", err)
 	}
+	for _, c := range []string{"summary", "archive"} { // the README's build step of the example's capabilities
+		build := exec.Command("go", "build", "-o", "examples/notes/capabilities/"+c+".wasm", "./examples/notes/src/"+c)
+		build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		if out, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("build the example's capabilities (run from the repository root): %v\n%s", err, out)
+		}
+	}
 	pkgFile := filepath.Join(dir, "notes.phpkg")
 	if _, err := cli("package", "--dir", "examples/notes", "--key", filepath.Join(keys, "load.key"), "--out", pkgFile); err != nil {
 		return fmt.Errorf("package examples/notes (run from the repository root): %v", err)

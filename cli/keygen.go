@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"os"
+
+	"pluginhost/bundle"
+	"pluginhost/validator"
+)
+
+func keygen() Command {
+	return Command{
+		Name:    "keygen",
+		Summary: "write an Ed25519 publisher key pair: PREFIX.key (private, mode 0600) and PREFIX.pub",
+		Setup: func(fs *FlagSet) Runner {
+			out := fs.String("out", "PLUGINHOST_KEYGEN_OUT", "", "path prefix of the key pair (required)")
+			return func(ctx context.Context, io IO, args []string) error {
+				if len(args) > 0 {
+					return Usagef("unexpected argument %q", args[0])
+				}
+				if *out == "" {
+					return Usagef("--out PREFIX is required")
+				}
+				pub, err := bundle.GenerateKey(*out)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(io.Stdout, "wrote %s.key (private, keep it secret) and %s.pub (key id %s)\n", *out, *out, bundle.KeyID(pub))
+				return nil
+			}
+		},
+	}
+}
+
+func packageCmd() Command {
+	return Command{
+		Name:    "package",
+		Summary: "validate a plugin source folder, then write it as a signed package file",
+		Setup: func(fs *FlagSet) Runner {
+			dir := fs.String("dir", "PLUGINHOST_PACKAGE_DIR", "", "plugin source folder (required)")
+			keyPath := fs.String("key", "PLUGINHOST_PACKAGE_KEY", "", "publisher private key, PREFIX.key (required)")
+			out := fs.String("out", "PLUGINHOST_PACKAGE_OUT", "", "package file to write (required)")
+			return func(ctx context.Context, io IO, args []string) error {
+				if len(args) > 0 {
+					return Usagef("unexpected argument %q", args[0])
+				}
+				if *dir == "" || *keyPath == "" || *out == "" {
+					return Usagef("--dir, --key and --out are required")
+				}
+				files, err := bundle.ReadDir(*dir)
+				if err != nil {
+					return err
+				}
+				m, report := validator.CheckPlugin(files)
+				if !report.Valid {
+					writeReport(io.Stdout, report)
+					return fmt.Errorf("%s is not a valid plugin (%d errors); nothing was packaged", *dir, len(report.Errors))
+				}
+				key, err := bundle.LoadPrivateKey(*keyPath)
+				if err != nil {
+					return err
+				}
+				pkg, err := bundle.Build(files, key)
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(*out, pkg, 0o644); err != nil {
+					return err
+				}
+				fmt.Fprintf(io.Stdout, "packaged %s %s (%d files, %d bytes) signed by key %s into %s\n",
+					m.ID, m.Version, len(files), len(pkg), bundle.KeyID(key.Public().(ed25519.PublicKey)), *out)
+				return nil
+			}
+		},
+	}
+}

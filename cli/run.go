@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"pluginhost/bundle"
+	"pluginhost/models"
+	"pluginhost/sandbox"
+	"pluginhost/validator"
+)
+
+// SandboxFlags defines the flags of the limits of capability runs, shared by
+// serve and run, and returns a function that reads them once parsed.
+func SandboxFlags(fs *FlagSet) func() sandbox.Limits {
+	timeout := fs.Duration("run-timeout", "PLUGINHOST_RUN_TIMEOUT", sandbox.DefaultTimeout, 100*time.Millisecond, 5*time.Minute,
+		"wall time of one capability run")
+	queueWait := fs.Duration("run-queue-wait", "PLUGINHOST_RUN_QUEUE_WAIT", sandbox.DefaultQueueWait, time.Millisecond, 5*time.Minute,
+		"how long a run waits for a slot when the runs at once are at their bound; past it the run is busy")
+	memory := fs.Int("run-memory-mib", "PLUGINHOST_RUN_MEMORY_MIB", sandbox.DefaultMemoryBytes>>20, 1, 4096, "memory of one capability run, in MiB")
+	output := fs.Int("run-output-kib", "PLUGINHOST_RUN_OUTPUT_KIB", sandbox.DefaultOutputBytes>>10, 1, 64<<10, "standard output of one capability run, in KiB")
+	stderr := fs.Int("run-stderr-kib", "PLUGINHOST_RUN_STDERR_KIB", sandbox.DefaultStderrBytes>>10, 1, 1024, "standard error kept of one capability run, in KiB")
+	overall := fs.Int("run-concurrency", "PLUGINHOST_RUN_CONCURRENCY", sandbox.DefaultConcurrency, 1, 4096, "capability runs at once, overall")
+	perInstance := fs.Int("run-concurrency-per-instance", "PLUGINHOST_RUN_CONCURRENCY_PER_INSTANCE", sandbox.DefaultPerInstance, 1, 4096, "capability runs at once of one Instance")
+	return func() sandbox.Limits {
+		return sandbox.Limits{
+			Timeout: *timeout, QueueWait: *queueWait, MemoryBytes: int64(*memory) << 20, OutputBytes: *output << 10, StderrBytes: *stderr << 10,
+			Concurrency: *overall, PerInstance: *perInstance,
+		}
+	}
+}
+
+// runCmd is `pluginhost run`: a plugin author's test bench for one
+// capability of a plugin folder, with the limits of the server.
+func runCmd() Command {
+	return Command{
+		Name:    "run",
+		Summary: "run one capability of a plugin folder locally, with the server's limits, and print its result",
+		Detail: "The capability's module reads the request the server would write, with --arguments and, when\n" +
+			"the plugin requests storage, the items of --storage (a JSON file\n" +
+			"{\"storage_revision\": N, \"namespaces\": {\"NS\": [{\"key\", \"value\", \"revision\"}]}}; empty when omitted).\n" +
+			"The ExtensionResult is printed on standard output (host actions are shown, not applied), or on a\n" +
+			"failure {\"error\": {\"code\", \"reason\", \"message\", ...}} with exit 1; the module's standard error\n" +
+			"goes to standard error. Compiled modules are cached in --cache-dir.",
+		Setup: func(fs *FlagSet) Runner {
+			dir := fs.String("dir", "PLUGINHOST_RUN_DIR", "", "the plugin folder (required)")
+			id := fs.String("capability", "PLUGINHOST_RUN_CAPABILITY", "", "the capability id (required)")
+			args := fs.String("arguments", "PLUGINHOST_RUN_ARGUMENTS", "{}", "the arguments, a JSON object")
+			query := fs.String("query", "PLUGINHOST_RUN_QUERY", "", "the query handed to the capability, if any")
+			storageFile := fs.String("storage", "PLUGINHOST_RUN_STORAGE", "", "a JSON file of the storage snapshot the run reads")
+			trigger := fs.Enum("trigger", "PLUGINHOST_RUN_TRIGGER", sandbox.TriggerInvoke, "what the request says started the run",
+				sandbox.TriggerInvoke, sandbox.TriggerSchedule, sandbox.TriggerAI)
+			cacheDir := fs.String("cache-dir", "PLUGINHOST_RUN_CACHE_DIR", defaultCacheDir(), "folder of compiled modules")
+			limits := SandboxFlags(fs)
+			return func(ctx context.Context, out IO, pos []string) error {
+				if len(pos) > 0 {
+					return Usagef("unexpected argument %q", pos[0])
+				}
+				if *dir == "" || *id == "" {
+					return Usagef("--dir and --capability are required")
+				}
+				job, err := localJob(*dir, *id, *args, *query, *storageFile, *trigger)
+				if err != nil {
+					return err
+				}
+				engine, err := sandbox.New(ctx, *cacheDir, limits())
+				if err != nil {
+					return err
+				}
+				defer engine.Close(ctx)
+				return runLocal(ctx, engine, job, out)
+			}
+		},
+	}
+}
+
+func defaultCacheDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "pluginhost", "wazero")
+}
+
+// localJob reads the plugin folder and builds the run's job, with its module
+// not yet compiled (job.Module is nil; wasm holds the bytes).
+type local struct {
+	sandbox.Job
+	wasm []byte
+}
+
+func localJob(dir, id, args, query, storageFile, trigger string) (*local, error) {
+	files, err := bundle.ReadDir(dir)
+	if err != nil {
+		return nil, Usagef("%v", err)
+	}
+	m, report := validator.CheckPlugin(files)
+	if err := report.Err("the plugin"); err != nil {
+		return nil, err
+	}
+	c, ok := m.Capability(id)
+	if !ok {
+		return nil, models.Errorf(models.ErrInvalid, "capability %q is not declared by plugin %s", id, m.ID)
+	}
+	if !json.Valid([]byte(args)) {
+		return nil, Usagef("--arguments is not valid JSON")
+	}
+	j := &local{Job: sandbox.Job{Capability: c, Request: sandbox.Request{
+		Capability: c.ID, Kind: c.Kind, Trigger: trigger, Arguments: json.RawMessage(args),
+		Instance: sandbox.Instance{ID: "local", InstallationID: "local", Generation: 1},
+	}}}
+	if query != "" {
+		j.Request.Query = &query
+	}
+	if st := m.EffectiveStorage(); st != nil {
+		ps := &sandbox.PluginStorage{Namespaces: map[string][]sandbox.Item{}}
+		if storageFile != "" {
+			b, err := os.ReadFile(storageFile)
+			if err != nil {
+				return nil, Usagef("--storage: %v", err)
+			}
+			if err := json.Unmarshal(b, ps); err != nil {
+				return nil, Usagef("--storage: %s is not a storage snapshot: %v", storageFile, err)
+			}
+		}
+		for _, n := range st.Namespaces {
+			if ps.Namespaces[n.ID] == nil {
+				ps.Namespaces[n.ID] = []sandbox.Item{}
+			}
+		}
+		j.Request.PluginStorage = ps
+	}
+	if c.Module != "" {
+		j.wasm = files[c.Module]
+	}
+	return j, nil
+}
+
+// runLocal compiles and runs the job and prints what it gave.
+func runLocal(ctx context.Context, engine *sandbox.Engine, j *local, out IO) error {
+	if j.wasm != nil {
+		mod, err := engine.Compile(ctx, j.wasm)
+		if err != nil {
+			return printRunError(out.Stdout, models.CapabilityFailed(models.ReasonNoModule, "module %s: %v", j.Capability.Module, err))
+		}
+		defer engine.Release(mod)
+		j.Module = mod
+	}
+	res, rep, err := engine.Run(ctx, j.Job)
+	if len(rep.Stderr) > 0 {
+		out.Stderr.Write(rep.Stderr)
+		if rep.Stderr[len(rep.Stderr)-1] != '\n' {
+			io.WriteString(out.Stderr, "\n")
+		}
+	}
+	if err != nil {
+		return printRunError(out.Stdout, err)
+	}
+	enc := json.NewEncoder(out.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res.ExtensionResult)
+}
+
+// printRunError prints a failed run as {"error": {...}} and returns exit 1.
+func printRunError(w io.Writer, err error) error {
+	var e *models.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	body := map[string]any{"code": e.Code, "message": e.Message}
+	if e.Reason != "" {
+		body["reason"] = e.Reason
+	}
+	if e.ExitCode != nil {
+		body["exitCode"] = *e.ExitCode
+	}
+	if len(e.Problems) > 0 {
+		body["problems"] = e.Problems
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(map[string]any{"error": body}); err != nil {
+		return err
+	}
+	return Exit(1)
+}
