@@ -141,6 +141,12 @@ func TestAIAndHostActionsOverGraphQL(t *testing.T) {
 			StorageAudit struct{ Entries []struct{ Key string } }
 		}
 		bob.Must(t, `{storageAudit{entries{key}}}`, nil, &bobAudit)
+		// One Instance's trail: alice's Instance, for bob, looks like an
+		// unknown one; neither is an empty page.
+		for _, inst := range []string{id, "inst_doesnotexist"} {
+			bob.Fail(t, "PLUGIN_STORAGE_PERMISSION_DENIED", `query($i:ID){storageAudit(instanceId:$i){entries{key}}}`, map[string]any{"i": inst})
+		}
+		alice.Must(t, `query($i:ID){storageAudit(instanceId:$i){entries{key}}}`, map[string]any{"i": id}, nil)
 		for _, en := range bobAudit.StorageAudit.Entries {
 			if en.Key == "louvre" && len(bobAudit.StorageAudit.Entries) > 1 {
 				t.Fatal("bob sees more than his own attempt")

@@ -99,7 +99,8 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-var servingLine = regexp.MustCompile(`msg="pluginhost serving" addr=(\S+)`)
+// servingLine finds the listen address in a text or JSON log line.
+var servingLine = regexp.MustCompile(`msg="pluginhost serving" addr=(\S+)|"msg":"pluginhost serving","addr":"([^"]+)"`)
 
 // Start starts a server on a free port with the database and trusted keys
 // folder; it is stopped when the test ends.
@@ -121,7 +122,7 @@ func Start(t testing.TB, dsn, keys string, extra ...string) *Server {
 			s.log.Write([]byte(line + "\n"))
 			if m := servingLine.FindStringSubmatch(line); m != nil {
 				select {
-				case addr <- m[1]:
+				case addr <- m[1] + m[2]:
 				default:
 				}
 			}

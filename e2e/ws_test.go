@@ -44,9 +44,10 @@ type Change struct {
 	Key             *string `json:"key"`
 	Operation       string  `json:"operation"`
 	ItemRevision    *int    `json:"itemRevision"`
+	Generation      int     `json:"generation"`
 }
 
-const changedQuery = `subscription($i:ID!,$n:[String!]){storageChanged(instanceId:$i,namespaces:$n){instanceId storageRevision namespace key operation itemRevision}}`
+const changedQuery = `subscription($i:ID!,$n:[String!]){storageChanged(instanceId:$i,namespaces:$n){instanceId storageRevision namespace key operation itemRevision generation}}`
 
 // DialWS connects with a subprotocol; token "" sends no connection_init.
 func DialWS(t testing.TB, url, proto string) *WS {

@@ -1,0 +1,245 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	leb "encoding/binary"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"pluginhost/internal/testenv"
+	"pluginhost/internal/wasmtest"
+)
+
+// withCustomSection returns a module with a custom section of n random bytes
+// appended: still the same valid module, n bytes bigger, incompressible.
+func withCustomSection(module []byte, n int) []byte {
+	name := "pluginhost.padding"
+	payload := make([]byte, n)
+	rand.Read(payload)
+	body := leb.AppendUvarint(nil, uint64(len(name)))
+	body = append(body, name...)
+	body = append(body, payload...)
+	out := append([]byte{}, module...)
+	out = append(out, 0) // custom section
+	out = leb.AppendUvarint(out, uint64(len(body)))
+	return append(out, body...)
+}
+
+// padTo pads a module to exactly size bytes with a custom section.
+func padTo(module []byte, size int) []byte {
+	for n := size - len(module) - 30; ; n++ {
+		if m := withCustomSection(module, n); len(m) >= size {
+			return m
+		}
+	}
+}
+
+// A plugin's Go capabilities, built to wasip1, in a package of about 14 MiB
+// installed over GraphQL: invoke runs them, each failure has its reason, the
+// server answers while a module loops, the AI lists and runs tools, and the
+// Instance shows its background runs.
+func TestCapabilitiesE2E(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		pub := NewPublisher(t)
+		h := &host{Server: Start(t, b.DSN, pub.Dir, "--run-timeout", "2s", "--background=false"), pub: pub}
+		c := h.user(t, "alice", false)
+		mods := wasmtest.Modules(t, "../sandbox/testdata/modules")
+		m := manifest("com.example.e2e.runs", map[string]any{"id": "notes", "max_bytes": 4096, "ai_access": "read_write"})
+		m["permissions"] = []any{"storage", "ai_storage"}
+		m["min_host_version"] = "1.7.12"
+		m["capabilities"] = []any{
+			map[string]any{"id": "notes.echo", "kind": "tool", "description": "echo", "module": "capabilities/echo.wasm",
+				"input_schema": map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer", "maximum": 5}}}},
+			map[string]any{"id": "notes.loop", "kind": "tool", "description": "loops", "module": "capabilities/loop.wasm"},
+			map[string]any{"id": "notes.exit", "kind": "tool", "description": "exits 3", "module": "capabilities/exit3.wasm"},
+			map[string]any{"id": "notes.request", "kind": "background", "description": "bg", "module": "capabilities/request.wasm", "schedule_seconds": 60},
+			map[string]any{"id": "notes.none", "kind": "tool", "description": "no module"},
+		}
+		// Two modules at the 8 MiB limit, with incompressible padding: the
+		// package is about 14 MiB, its base64 about 19.
+		files := map[string]string{
+			"capabilities/echo.wasm":    string(padTo(mods["echo"], 8<<20)),
+			"capabilities/loop.wasm":    string(padTo(mods["loop"], 8<<20)),
+			"capabilities/exit3.wasm":   string(mods["exit3"]),
+			"capabilities/request.wasm": string(mods["request"]),
+		}
+		var inst struct {
+			InstallPlugin struct{ ID string } `json:"installPlugin"`
+		}
+		pkg := pub.Sign(t, m, files)
+		if len(pkg) < 18<<20 {
+			t.Fatalf("the package's base64 has only %d bytes", len(pkg))
+		}
+		c.Must(t, installMutation, map[string]any{"p": pkg}, &inst)
+		var created struct {
+			CreateInstance struct{ ID string } `json:"createInstance"`
+		}
+		c.Must(t, instanceMutation, map[string]any{"i": inst.InstallPlugin.ID, "n": "Work"}, &created)
+		id := created.CreateInstance.ID
+		const invoke = `mutation($i:ID!,$c:String!,$a:JSON,$g:Int){invoke(instanceId:$i,capability:$c,arguments:$a,generation:$g){summary data evidence{key}}}`
+
+		var echoed struct {
+			Invoke struct {
+				Summary string
+				Data    map[string]any
+			}
+		}
+		c.Must(t, invoke, map[string]any{"i": id, "c": "notes.echo", "a": map[string]any{"n": 5}, "g": 1}, &echoed)
+		if echoed.Invoke.Summary != "echo" || echoed.Invoke.Data["n"] != float64(5) {
+			t.Fatalf("echo answered %+v", echoed)
+		}
+
+		// While a module loops, the server answers other requests and runs.
+		var wg sync.WaitGroup
+		wg.Add(1)
+		var loopErrs []GQLError
+		go func() {
+			defer wg.Done()
+			_, loopErrs = c.Do(t, invoke, map[string]any{"i": id, "c": "notes.loop"})
+		}()
+		c.Must(t, invoke, map[string]any{"i": id, "c": "notes.echo", "a": map[string]any{"n": 1}}, &echoed)
+		c.Must(t, `{viewer{id}}`, nil, nil)
+		wg.Wait()
+		if len(loopErrs) != 1 || loopErrs[0].Code() != "CAPABILITY_FAILED" || loopErrs[0].Extensions["reason"] != "timeout" {
+			t.Fatalf("loop: %+v", loopErrs)
+		}
+
+		for _, tt := range []struct {
+			capability string
+			args       map[string]any
+			generation any
+			code       string
+			reason     string
+		}{
+			{"notes.exit", nil, nil, "CAPABILITY_FAILED", "exit"},
+			{"notes.none", nil, nil, "CAPABILITY_FAILED", "no_module"},
+			{"notes.echo", map[string]any{"n": 6}, nil, "BAD_USER_INPUT", ""},
+			{"notes.echo", nil, 2, "PLUGIN_STORAGE_CONFLICT", ""},
+		} {
+			e := c.Fail(t, tt.code, invoke, map[string]any{"i": id, "c": tt.capability, "a": tt.args, "g": tt.generation})
+			if tt.reason != "" && e.Extensions["reason"] != tt.reason {
+				t.Fatalf("%s: %+v", tt.capability, e)
+			}
+			if tt.reason == "exit" && e.Extensions["exitCode"] != float64(3) {
+				t.Fatalf("exit code: %+v", e)
+			}
+			if tt.code == "BAD_USER_INPUT" && e.Extensions["problems"] == nil {
+				t.Fatalf("input problems missing: %+v", e)
+			}
+		}
+
+		// The AI lists runnable tools and runs them by handle.
+		var tools struct {
+			AiTools []struct{ Handle, Capability string }
+		}
+		c.Must(t, `{aiTools{handle capability}}`, nil, &tools)
+		handle := ""
+		for _, tool := range tools.AiTools {
+			if tool.Capability == "notes.echo" {
+				handle = tool.Handle
+			}
+		}
+		if handle == "" {
+			t.Fatalf("aiTools: %+v", tools)
+		}
+		var ai struct {
+			AiInvoke struct{ Data map[string]any }
+		}
+		c.Must(t, `mutation($h:String!,$a:JSON){aiInvoke(handle:$h,arguments:$a){data}}`, map[string]any{"h": handle, "a": map[string]any{"n": 2}}, &ai)
+		if ai.AiInvoke.Data["n"] != float64(2) {
+			t.Fatalf("aiInvoke: %+v", ai)
+		}
+		c.Fail(t, "PLUGIN_STORAGE_INVALID", `mutation($h:String!,$a:JSON){aiInvoke(handle:$h,arguments:$a){data}}`,
+			map[string]any{"h": handle, "a": map[string]any{"instance_id": id}})
+
+		var runs struct {
+			Instance struct {
+				BackgroundRuns []struct {
+					Capability      string
+					ScheduleSeconds int
+					NextRunAt       string
+				}
+			}
+		}
+		c.Must(t, `query($i:ID!){instance(id:$i){backgroundRuns{capability scheduleSeconds nextRunAt lastRunAt lastOutcome failures}}}`, map[string]any{"i": id}, &runs)
+		if len(runs.Instance.BackgroundRuns) != 1 || runs.Instance.BackgroundRuns[0].ScheduleSeconds != 60 {
+			t.Fatalf("backgroundRuns %+v", runs)
+		}
+
+		resp, err := http.Get(h.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !regexp.MustCompile(`(?m)^pluginhost_capability_runs_total\{kind="(tool|data|skill)",outcome="timeout"\} 1$`).Match(body) {
+			t.Fatalf("metrics lack the runs:\n%s", body)
+		}
+	})
+}
+
+// Two servers on one MariaDB database run the example's notes.archive (every
+// 30 s) for an Instance: the audit trail holds one run per period, never two
+// runs of one period.
+func TestBackgroundAcrossReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for three background periods")
+	}
+	dsn := testenv.FreshMySQL(t)
+	pub := NewPublisher(t)
+	pkgFile := t.TempDir() + "/notes.phpkg"
+	run(t, "package", "--dir", wasmtest.Example(t, "../examples/notes"), "--key", pub.Prefix+".key", "--out", pkgFile)
+	a := Start(t, dsn, pub.Dir)
+	b := Start(t, dsn, pub.Dir)
+	alice := &Client{URL: a.URL, Token: Token(t, dsn, "alice", false)}
+	pkg, err := os.ReadFile(pkgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inst struct {
+		InstallPlugin struct{ ID string } `json:"installPlugin"`
+	}
+	alice.Must(t, installMutation, map[string]any{"p": base64.StdEncoding.EncodeToString(pkg)}, &inst)
+	alice.Must(t, instanceMutation, map[string]any{"i": inst.InstallPlugin.ID, "n": "Work"}, nil)
+
+	type entry struct{ Capability, Operation, Outcome, At string }
+	var runs []entry
+	for deadline := time.Now().Add(4 * time.Minute); len(runs) < 4; time.Sleep(2 * time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d background runs in 4 minutes: %+v", len(runs), runs)
+		}
+		var page struct {
+			StorageAudit struct{ Entries []entry }
+		}
+		alice.Must(t, `{storageAudit(actor:"background",limit:100){entries{capability operation outcome at}}}`, nil, &page)
+		runs = runs[:0]
+		for _, e := range page.StorageAudit.Entries {
+			if e.Operation == "run" && e.Capability == "notes.archive" {
+				runs = append(runs, e)
+			}
+		}
+	}
+	b.Stop(t)
+	a.Stop(t)
+	// Newest first: each run is a period after the one before it (a period
+	// starts at most a tick late, so two runs of one period would be
+	// seconds apart). A run is recorded when it ends, and the oldest run
+	// compiled the module first (seconds, more under the race detector), so
+	// the gaps are judged from the second run on.
+	for i := 0; i+2 < len(runs); i++ {
+		later, _ := time.Parse(time.RFC3339Nano, runs[i].At)
+		earlier, _ := time.Parse(time.RFC3339Nano, runs[i+1].At)
+		if gap := later.Sub(earlier); gap < 25*time.Second {
+			t.Fatalf("two runs %s apart: one period ran twice: %+v", gap, runs)
+		}
+		if runs[i].Outcome != "ok" {
+			t.Fatalf("a run failed: %+v", runs[i])
+		}
+	}
+}

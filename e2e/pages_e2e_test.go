@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pluginhost/internal/browser"
+	"pluginhost/internal/testenv"
+)
+
+// TestPagesOffline opens every page the server serves in Chromium with no
+// outside network, the way the README says to: with the token in the URL
+// (http://user:TOKEN@host/page). Each page must load and work from the
+// binary alone; the playground runs a query.
+func TestPagesOffline(t *testing.T) {
+	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
+	h := newHost(t, b)
+	admin := h.user(t, "root", true)
+	alice := h.user(t, "alice", false)
+	_, ids := h.install(t, alice, manifest("com.test.pages", ns("notes", 1000)), 1)
+	alice.Must(t, createQ, map[string]any{"i": ids[0], "n": "notes", "k": "first", "v": "hello"}, nil)
+	br := browser.Shared(t)
+	// open loads a page recording every request it makes, from the first.
+	open := func(t *testing.T, url string) *browser.Page {
+		p := br.Open(t, "about:blank", nil)
+		p.RecordRequests()
+		p.Do("Page.navigate", map[string]any{"url": url})
+		p.WaitFor(`location.href !== "about:blank" && document.readyState === "complete"`)
+		return p
+	}
+
+	withToken := func(user, token, path string) string {
+		u, err := url.Parse(h.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.UserPassword(user, token)
+		return u.String()
+	}
+	artifacts := os.Getenv("PLUGINHOST_ARTIFACTS")
+	if artifacts == "" {
+		artifacts = filepath.Join(os.TempDir(), "pluginhost-e2e-artifacts")
+	}
+	os.MkdirAll(artifacts, 0o755)
+
+	// The browser really is offline: a page asking for the CDN that gqlgen's
+	// playground uses by default is refused, and the attempt is seen.
+	t.Run("outside network is blocked", func(t *testing.T) {
+		p := br.Open(t, "about:blank", nil)
+		got := p.EvalString(`fetch("https://cdn.jsdelivr.net/npm/graphiql@4.1.2/graphiql.min.js").then(() => "loaded", () => "refused")`)
+		if got != "refused" {
+			t.Fatalf("a request to the CDN was %s", got)
+		}
+		if !contains(br.Outside(), "cdn.jsdelivr.net:443") {
+			t.Fatalf("the refusing proxy did not see the request; it saw %q", br.Outside())
+		}
+	})
+
+	t.Run("dashboard", func(t *testing.T) {
+		p := open(t, withToken("alice", alice.Token, "/dashboard"))
+		p.WaitFor(`window.pluginhostDashboard && window.pluginhostDashboard.state().status === "live"`)
+		p.WaitFor(fmt.Sprintf(`document.querySelector('tr[data-instance="%s"] [data-namespace="notes"]')`, ids[0]))
+		p.WaitFor(fmt.Sprintf(`document.querySelector('tr[data-instance="%s"] .rev').innerText === "1"`, ids[0]))
+		// A change made elsewhere arrives over the websocket.
+		alice.Must(t, createQ, map[string]any{"i": ids[0], "n": "notes", "k": "second", "v": "world"}, nil)
+		p.WaitFor(fmt.Sprintf(`document.querySelector('tr[data-instance="%s"] .rev').innerText === "2"`, ids[0]))
+		p.Screenshot(filepath.Join(artifacts, "dashboard-offline.png"))
+		onlyFrom(t, h.URL, p.Requests())
+	})
+
+	// The web host's list of apps, on a build that has it: it calls
+	// GraphQL with the page's own credentials.
+	t.Run("app", func(t *testing.T) {
+		if status, _ := alice.REST(t, "GET", "/app", nil); status == 404 {
+			t.Skip("this build serves no /app")
+		}
+		p := open(t, withToken("alice", alice.Token, "/app"))
+		p.WaitFor(fmt.Sprintf(`document.querySelector('[data-instance="%s"]')`, ids[0]))
+		p.Screenshot(filepath.Join(artifacts, "app-offline.png"))
+		onlyFrom(t, h.URL, p.Requests())
+	})
+
+	t.Run("playground", func(t *testing.T) {
+		p := open(t, withToken("root", admin.Token, "/playground"))
+		p.WaitFor(`document.querySelector(".graphiql-container .graphiql-query-editor .CodeMirror")`)
+		// Replace the editor's text as a person would: select all, type.
+		p.Click(".graphiql-query-editor .CodeMirror-lines")
+		p.Do("Input.dispatchKeyEvent", map[string]any{"type": "keyDown", "key": "a", "code": "KeyA", "windowsVirtualKeyCode": 65, "modifiers": 2, "commands": []string{"selectAll"}})
+		p.Do("Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": "a", "code": "KeyA", "windowsVirtualKeyCode": 65, "modifiers": 2})
+		p.Do("Input.insertText", map[string]any{"text": "{ viewer { name admin } }"})
+		p.Click(".graphiql-execute-button")
+		p.WaitFor(`(document.querySelector(".result-window") || {}).innerText && document.querySelector(".result-window").innerText.indexOf('"name": "root"') >= 0`)
+		result := p.EvalString(`document.querySelector(".result-window").innerText`)
+		if !strings.Contains(result, `"admin": true`) || strings.Contains(result, `"errors"`) {
+			t.Fatalf("the playground's query answered:\n%s", result)
+		}
+		p.Screenshot(filepath.Join(artifacts, "playground-offline.png"))
+		onlyFrom(t, h.URL, p.Requests())
+	})
+}
+
+// onlyFrom checks that a page asked the server alone for what it needed
+// (inline data: URLs aside): nothing from a CDN or any other host.
+func onlyFrom(t *testing.T, server string, requests []string) {
+	t.Helper()
+	host := strings.TrimPrefix(server, "http://")
+	for _, r := range requests {
+		// "METHOD URL", or "WS URL" for a websocket.
+		f := strings.Fields(r)
+		u, err := url.Parse(f[len(f)-1])
+		if err != nil {
+			t.Errorf("the page requested an unparsable URL %q", r)
+			continue
+		}
+		if u.Scheme == "data" {
+			continue
+		}
+		if u.Host != host || (u.Scheme != "http" && u.Scheme != "ws") {
+			t.Errorf("the page requested %s, which is not on the server %s", r, server)
+		}
+	}
+	if len(requests) == 0 {
+		t.Error("no request of the page was seen")
+	}
+	t.Logf("the page requested %d URLs, all from the server", len(requests))
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

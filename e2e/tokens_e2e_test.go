@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"pluginhost/internal/testenv"
+)
+
+// TestAdminTokens: an admin creates, lists and revokes a user's tokens through
+// GraphQL; a revoked token is refused at once by the server that revoked it;
+// other users may do none of it; the last use shows in the list; and tokens
+// made with the CLI show up too.
+func TestAdminTokens(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		h := newHost(t, b)
+		root := h.user(t, "root", true)
+		bob := h.user(t, "bob", false)
+		const fields = `id userId userName createdAt expiresAt lastUsedAt revokedAt active`
+		type token struct {
+			ID, UserName, CreatedAt string
+			ExpiresAt, LastUsedAt   *string
+			RevokedAt               *string
+			Active                  bool
+		}
+		var created struct {
+			CreateAccessToken struct {
+				Token string
+				Info  token
+			}
+		}
+		root.Must(t, `mutation{createAccessToken(user:"carol",ttlSeconds:3600){token info{`+fields+`}}}`, nil, &created)
+		carol := &Client{URL: h.URL, Token: created.CreateAccessToken.Token}
+		info := created.CreateAccessToken.Info
+		if info.UserName != "carol" || info.ExpiresAt == nil || !info.Active || info.LastUsedAt != nil {
+			t.Fatalf("created %+v", info)
+		}
+		var viewer struct{ Viewer struct{ Name string } }
+		carol.Must(t, `{viewer{name}}`, nil, &viewer)
+		if viewer.Viewer.Name != "carol" {
+			t.Fatalf("the new token acts as %q", viewer.Viewer.Name)
+		}
+
+		var list struct{ AccessTokens []token }
+		root.Must(t, `query($u:String!){accessTokens(user:$u){`+fields+`}}`, map[string]any{"u": "carol"}, &list)
+		if len(list.AccessTokens) != 1 || list.AccessTokens[0].ID != info.ID || list.AccessTokens[0].LastUsedAt == nil {
+			t.Fatalf("carol's tokens %+v: want the one, used", list.AccessTokens)
+		}
+		root.Must(t, `query($u:String!){accessTokens(user:$u){`+fields+`}}`, map[string]any{"u": "bob"}, &list)
+		if len(list.AccessTokens) != 1 || list.AccessTokens[0].ExpiresAt != nil {
+			t.Fatalf("bob's tokens %+v: want the CLI's one, never expiring", list.AccessTokens)
+		}
+
+		// Others may not.
+		bob.Fail(t, "FORBIDDEN", `query{accessTokens(user:"carol"){id}}`, nil)
+		bob.Fail(t, "FORBIDDEN", `mutation{createAccessToken(user:"bob",admin:true){token}}`, nil)
+		bob.Fail(t, "FORBIDDEN", `mutation($i:ID!){revokeAccessToken(id:$i){id}}`, map[string]any{"i": info.ID})
+		// Bad input.
+		root.Fail(t, "BAD_USER_INPUT", `mutation{createAccessToken(user:"carol",ttlSeconds:0){token}}`, nil)
+		root.Fail(t, "BAD_USER_INPUT", `mutation{createAccessToken(user:"carol",ttlSeconds:315360001){token}}`, nil)
+		root.Fail(t, "BAD_USER_INPUT", `query{accessTokens(user:"nobody"){id}}`, nil)
+		root.Fail(t, "BAD_USER_INPUT", `mutation{revokeAccessToken(id:"tok_nothing"){id}}`, nil)
+
+		// An open subscription of the token.
+		_, ids := h.install(t, carol, manifest("com.test.tokens", ns("n", 100)), 1)
+		ws := DialWS(t, h.URL, transportWS)
+		ws.Init(carol.Token)
+		ws.Subscribe("s", ids[0])
+		ws.Change("s")
+
+		var revoked struct{ RevokeAccessToken token }
+		root.Must(t, `mutation($i:ID!){revokeAccessToken(id:$i){`+fields+`}}`, map[string]any{"i": info.ID}, &revoked)
+		if revoked.RevokeAccessToken.RevokedAt == nil || revoked.RevokeAccessToken.Active {
+			t.Fatalf("revoked %+v", revoked.RevokeAccessToken)
+		}
+		// At once, although the server had the token cached: its websocket
+		// closes, its requests are refused.
+		if err := ws.Closed(10 * time.Second); !websocket.IsCloseError(err, 4403) {
+			t.Fatalf("the revoked token's websocket closed with %v, want 4403", err)
+		}
+		if code, body := carol.REST(t, "DELETE", "/v1/plugin-instances/inst_x/storage", nil); code != 401 || errorCode(body) != "UNAUTHENTICATED" {
+			t.Fatalf("revoked token: %d %v", code, body)
+		}
+		if code, body := carol.REST(t, "POST", "/graphql", map[string]any{"query": "{viewer{name}}"}); code != 401 || errorCode(body) != "UNAUTHENTICATED" {
+			t.Fatalf("revoked token on /graphql: %d %v", code, body)
+		}
+		if strings.Contains(h.Log(), created.CreateAccessToken.Token) {
+			t.Fatal("the log holds the created token")
+		}
+	})
+}
