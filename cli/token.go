@@ -32,6 +32,17 @@ func openDB(ctx context.Context, dsn string) (*database.DB, error) {
 	return db, nil
 }
 
+// userArgs checks the arguments of a command about one --user.
+func userArgs(args []string, user string) error {
+	if len(args) > 0 {
+		return Usagef("unexpected argument %q", args[0])
+	}
+	if user == "" {
+		return Usagef("--user is required")
+	}
+	return nil
+}
+
 func tokenCreate() Command {
 	return Command{
 		Name:    "token create",
@@ -43,20 +54,17 @@ func tokenCreate() Command {
 			ttl := fs.Duration("ttl", "PLUGINHOST_TOKEN_TTL", 0, 0, auth.MaxTTL, "time to live, such as 720h (0: never expires)")
 			dsn := DBFlag(fs)
 			return func(ctx context.Context, out IO, args []string) error {
-				if len(args) > 0 {
-					return Usagef("unexpected argument %q", args[0])
+				if err := userArgs(args, *user); err != nil {
+					return err
 				}
-				if *user == "" {
-					return Usagef("--user is required")
+				if *ttl > 0 && *ttl < time.Second {
+					return Usagef("--ttl must be at least 1s, or 0 for a token that never expires")
 				}
 				db, err := openDB(ctx, *dsn)
 				if err != nil {
 					return err
 				}
 				defer db.Close()
-				if *ttl > 0 && *ttl < time.Second {
-					return Usagef("--ttl must be at least 1s, or 0 for a token that never expires")
-				}
 				token, info, err := (&auth.Service{DB: db}).Create(ctx, auth.NewToken{User: *user, Admin: *admin, TTL: *ttl})
 				if err != nil {
 					return err
@@ -84,11 +92,8 @@ func tokenList() Command {
 			user := fs.String("user", "PLUGINHOST_TOKEN_USER", "", "user name (required)")
 			dsn := DBFlag(fs)
 			return func(ctx context.Context, out IO, args []string) error {
-				if len(args) > 0 {
-					return Usagef("unexpected argument %q", args[0])
-				}
-				if *user == "" {
-					return Usagef("--user is required")
+				if err := userArgs(args, *user); err != nil {
+					return err
 				}
 				db, err := openDB(ctx, *dsn)
 				if err != nil {

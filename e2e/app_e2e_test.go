@@ -45,8 +45,9 @@ func appNotes(t testing.TB, edit func(files map[string]string)) (map[string]any,
 	return m, files
 }
 
-// installApp installs the plugin and creates n Instances.
-func installApp(t testing.TB, h *host, c *Client, m map[string]any, files map[string]string, n int) (string, []string) {
+// installApp installs the plugin (its manifest and other files) and creates
+// n Instances; it returns the Installation id and the Instance ids.
+func installApp(t testing.TB, h *host, c *Client, m any, files map[string]string, n int) (string, []string) {
 	t.Helper()
 	var out struct {
 		InstallPlugin struct{ ID string } `json:"installPlugin"`

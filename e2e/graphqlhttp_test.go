@@ -15,13 +15,7 @@ import (
 // package, written by others to check the GraphQL over HTTP specification)
 // against a real server: every MUST and every SHOULD must pass.
 func TestGraphQLOverHTTPAudit(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testenv.Missing(t, "node")
-	}
-	if _, err := os.Stat("graphqlhttp/node_modules/graphql-http"); err != nil {
-		testenv.Missing(t, "the npm packages of e2e/graphqlhttp (run npm ci in e2e/graphqlhttp)")
-	}
+	node := nodeWith(t, "graphqlhttp", "graphql-http")
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	h := newHost(t, b)
 	alice := h.user(t, "alice", false)

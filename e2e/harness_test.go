@@ -354,19 +354,7 @@ const (
 // Installation id and the Instance ids.
 func (h *host) install(t *testing.T, c *Client, manifest any, n int) (string, []string) {
 	t.Helper()
-	var out struct {
-		InstallPlugin struct{ ID string } `json:"installPlugin"`
-	}
-	c.Must(t, installMutation, map[string]any{"p": h.pub.Sign(t, manifest, nil)}, &out)
-	var ids []string
-	for i := 0; i < n; i++ {
-		var inst struct {
-			CreateInstance struct{ ID string } `json:"createInstance"`
-		}
-		c.Must(t, instanceMutation, map[string]any{"i": out.InstallPlugin.ID, "n": fmt.Sprintf("Instance %d", i+1)}, &inst)
-		ids = append(ids, inst.CreateInstance.ID)
-	}
-	return out.InstallPlugin.ID, ids
+	return installApp(t, h, c, manifest, nil, n)
 }
 
 func manifest(id string, namespaces ...map[string]any) map[string]any {
@@ -382,4 +370,19 @@ func manifest(id string, namespaces ...map[string]any) map[string]any {
 
 func ns(id string, maxBytes int) map[string]any {
 	return map[string]any{"id": id, "max_bytes": maxBytes}
+}
+
+// nodeWith returns the node command, once the npm packages of the folder dir
+// (among them pkg) are installed; without them the test is skipped (or fails
+// where services are required).
+func nodeWith(t *testing.T, dir, pkg string) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testenv.Missing(t, "node")
+	}
+	if _, err := os.Stat(dir + "/node_modules/" + pkg); err != nil {
+		testenv.Missing(t, "the npm packages of e2e/"+dir+" (run npm ci in e2e/"+dir+")")
+	}
+	return node
 }

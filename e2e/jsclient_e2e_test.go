@@ -14,13 +14,7 @@ import (
 // TestReferenceJSClient subscribes with graphql-ws from npm, a client this
 // project did not write, and sees the snapshot and the changes.
 func TestReferenceJSClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testenv.Missing(t, "node")
-	}
-	if _, err := os.Stat("jsclient/node_modules/graphql-ws"); err != nil {
-		testenv.Missing(t, "the npm packages of e2e/jsclient (run npm ci in e2e/jsclient)")
-	}
+	node := nodeWith(t, "jsclient", "graphql-ws")
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	h := newHost(t, b)
 	alice := h.user(t, "alice", false)
