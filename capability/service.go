@@ -267,6 +267,11 @@ func (s *Service) module(ctx context.Context, t *target) (*sandbox.Module, error
 		return content, err
 	})
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The compilation goes on without this run; a later one finds it done.
+			return nil, models.CapabilityFailed(models.ReasonBusy, "module %s of capability %s was still being compiled when the run's time was up "+
+				"(a module's first run after an install or a restart waits for it); try again shortly", t.capability.Module, t.capability.ID)
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

@@ -39,7 +39,15 @@ type Engine struct {
 	freed    chan struct{}  // closed (and replaced) whenever a run ends
 	compiled map[[32]byte]*Module
 	pending  map[[32]byte]*compilation // compilations under way
+	closed   bool
+
+	life      context.Context // ends with Close: the compilations' context
+	stop      context.CancelFunc
+	compiling sync.WaitGroup // compilations under way, which Close waits for
 }
+
+// ErrClosed is the error of a compilation asked of a closed engine.
+var ErrClosed = errors.New("sandbox: the engine is closed")
 
 // compilation is one module being compiled; done is closed when m or err is
 // set.
@@ -92,19 +100,37 @@ func New(ctx context.Context, cacheDir string, limits Limits) (*Engine, error) {
 		rt.Close(ctx)
 		return nil, err
 	}
+	life, stop := context.WithCancel(context.Background())
 	return &Engine{
 		limits: limits, rt: rt, cache: cache,
 		slots:   make(chan struct{}, limits.Concurrency),
 		running: map[string]int{}, freed: make(chan struct{}),
 		compiled: map[[32]byte]*Module{}, pending: map[[32]byte]*compilation{},
+		life: life, stop: stop,
 	}, nil
 }
 
 // Limits returns the engine's limits, defaults filled in.
 func (e *Engine) Limits() Limits { return e.limits }
 
-// Close releases the engine and its compiled modules.
+// Close releases the engine and its compiled modules, once the
+// compilations under way are over (or ctx is done: then the runtime is left
+// to the process's end, since closing it under a compilation would crash).
 func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.stop()
+	over := make(chan struct{})
+	go func() {
+		e.compiling.Wait()
+		close(over)
+	}()
+	select {
+	case <-over:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	err := e.rt.Close(ctx)
 	if e.cache != nil {
 		e.cache.Close(ctx)
@@ -123,6 +149,10 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	sum := sha256.Sum256(wasm)
 	for {
 		e.mu.Lock()
+		if e.closed {
+			e.mu.Unlock()
+			return nil, ErrClosed
+		}
 		if m, ok := e.compiled[sum]; ok {
 			m.refs++
 			m.used = time.Now()
@@ -137,7 +167,11 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 			// caller finds it done instead of starting again.
 			c = &compilation{done: make(chan struct{})}
 			e.pending[sum] = c
-			go e.compileInBackground(context.WithoutCancel(ctx), wasm, sum, c)
+			e.compiling.Add(1)
+			go func() {
+				defer e.compiling.Done()
+				e.compileInBackground(e.life, wasm, sum, c)
+			}()
 		}
 		e.mu.Unlock()
 		select {
@@ -174,7 +208,7 @@ func (e *Engine) CompileStored(ctx context.Context, sumHex string, load func(con
 	if b, err := hex.DecodeString(sumHex); err == nil && len(b) == len(sum) {
 		copy(sum[:], b)
 		e.mu.Lock()
-		if m, ok := e.compiled[sum]; ok {
+		if m, ok := e.compiled[sum]; ok && !e.closed {
 			m.refs++
 			m.used = time.Now()
 			e.mu.Unlock()

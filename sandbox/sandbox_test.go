@@ -376,3 +376,31 @@ func TestCompileOutlivesItsCaller(t *testing.T) {
 		t.Fatal("the next caller compiled the module again")
 	}
 }
+
+// TestCloseWaitsForCompilations: closing the engine while a compilation
+// goes on in the background (its caller gone) waits for it instead of
+// pulling the runtime from under it, and a closed engine compiles nothing.
+func TestCloseWaitsForCompilations(t *testing.T) {
+	e, err := New(context.Background(), "", Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm := wasmtest.Module(t, modules, "echo")
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.Compile(gone, wasm); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a caller that gave up got %v", err)
+	}
+	e.mu.Lock()
+	compiling := len(e.pending)
+	e.mu.Unlock()
+	if compiling == 0 {
+		t.Fatal("no compilation under way to close the engine under")
+	}
+	if err := e.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Compile(context.Background(), wasm); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a closed engine compiled: %v", err)
+	}
+}

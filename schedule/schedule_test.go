@@ -3,10 +3,13 @@ package schedule_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"pluginhost/capability"
 	"pluginhost/database"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
@@ -302,6 +305,49 @@ func TestBackoff(t *testing.T) {
 	} {
 		if got := schedule.Backoff(tt.period, tt.failures); got != tt.want {
 			t.Errorf("Backoff(%s, %d) = %s, want %s", tt.period, tt.failures, got, tt.want)
+		}
+	}
+}
+
+// A replica compiles the modules of a package with scheduled capabilities
+// when it first sees the package, before it claims any of its runs, so
+// that its first run does not spend its period compiling.
+func TestReplicaCompilesScheduledModulesAhead(t *testing.T) {
+	w := newWorld(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
+	if err := w.replicas[0].Pass(context.Background()); err != nil {
+		t.Fatal(err) // replica a claims and runs the due periods
+	}
+	cache := t.TempDir()
+	engine, err := sandbox.New(context.Background(), cache, sandbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close(context.Background()) })
+	late := &schedule.Scheduler{DB: w.env.DB, Now: w.clock.Now, Owner: "c",
+		Runner: &capability.Service{DB: w.env.DB, Storage: w.env.Store, Engine: engine, Metrics: capability.NewMetrics()}}
+	before := w.runs(t, "notes.tick")
+	if err := late.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.runs(t, "notes.tick"); got != before {
+		t.Fatalf("the late replica ran a period replica a had claimed: %d runs, want %d", got, before)
+	}
+	// Both modules of the package reach the late replica's compilation cache
+	// without a run of its own.
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		entries, _ := os.ReadDir(cache)
+		files := 0
+		filepath.WalkDir(cache, func(_ string, d os.DirEntry, _ error) error {
+			if d != nil && !d.IsDir() {
+				files++
+			}
+			return nil
+		})
+		if files >= 2 {
+			break
+		}
+		if time.Now().After(deadline) { // a safety net, not a measure
+			t.Fatalf("the late replica compiled nothing ahead of its runs (%d entries in its cache)", len(entries))
 		}
 	}
 }
