@@ -99,37 +99,29 @@ type Limits struct {
 
 // withDefaults returns l with every zero field set to its default.
 func (l Limits) withDefaults() Limits {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def64 := func(v *int64, d int64) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	defDur := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def64(&l.MaxBodyBytes, DefaultMaxBodyBytes)
-	defDur(&l.BodyReadTimeout, DefaultBodyReadTimeout)
-	def(&l.MaxJSONDepth, DefaultMaxJSONDepth)
-	def(&l.MaxQueryBytes, DefaultMaxQueryBytes)
-	def(&l.MaxQueryTokens, DefaultMaxQueryTokens)
-	def(&l.MaxQueryFields, DefaultMaxQueryFields)
-	def(&l.MaxQueryCost, DefaultMaxQueryCost)
-	def64(&l.MaxResponseBytes, DefaultMaxResponseBytes)
-	def64(&l.QueryCacheBytes, DefaultQueryCacheBytes)
-	def64(&l.APQCacheBytes, DefaultAPQCacheBytes)
-	def(&l.MaxInFlight, DefaultMaxInFlight)
-	def(&l.MaxInFlightPerUser, DefaultMaxInFlightPerUser)
-	def64(&l.MaxInFlightBodyBytes, DefaultMaxInFlightBodyBytes)
-	defDur(&l.InFlightWait, DefaultInFlightWait)
-	def(&l.UserWorkPerSecond, DefaultUserWorkPerSecond)
-	def(&l.MaxWebsockets, DefaultMaxWebsockets)
-	def(&l.MaxWebsocketsPerUser, DefaultMaxWebsocketsPerUser)
+	setDefault(&l.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&l.BodyReadTimeout, DefaultBodyReadTimeout)
+	setDefault(&l.MaxJSONDepth, DefaultMaxJSONDepth)
+	setDefault(&l.MaxQueryBytes, DefaultMaxQueryBytes)
+	setDefault(&l.MaxQueryTokens, DefaultMaxQueryTokens)
+	setDefault(&l.MaxQueryFields, DefaultMaxQueryFields)
+	setDefault(&l.MaxQueryCost, DefaultMaxQueryCost)
+	setDefault(&l.MaxResponseBytes, DefaultMaxResponseBytes)
+	setDefault(&l.QueryCacheBytes, DefaultQueryCacheBytes)
+	setDefault(&l.APQCacheBytes, DefaultAPQCacheBytes)
+	setDefault(&l.MaxInFlight, DefaultMaxInFlight)
+	setDefault(&l.MaxInFlightPerUser, DefaultMaxInFlightPerUser)
+	setDefault(&l.MaxInFlightBodyBytes, DefaultMaxInFlightBodyBytes)
+	setDefault(&l.InFlightWait, DefaultInFlightWait)
+	setDefault(&l.UserWorkPerSecond, DefaultUserWorkPerSecond)
+	setDefault(&l.MaxWebsockets, DefaultMaxWebsockets)
+	setDefault(&l.MaxWebsocketsPerUser, DefaultMaxWebsocketsPerUser)
 	return l
+}
+
+// setDefault sets *v to d when it is zero or negative.
+func setDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }

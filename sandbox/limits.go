@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -42,27 +43,13 @@ type Limits struct {
 }
 
 func (l Limits) withDefaults() Limits {
-	if l.Timeout == 0 {
-		l.Timeout = DefaultTimeout
-	}
-	if l.QueueWait == 0 {
-		l.QueueWait = DefaultQueueWait
-	}
-	if l.MemoryBytes == 0 {
-		l.MemoryBytes = DefaultMemoryBytes
-	}
-	if l.OutputBytes == 0 {
-		l.OutputBytes = DefaultOutputBytes
-	}
-	if l.StderrBytes == 0 {
-		l.StderrBytes = DefaultStderrBytes
-	}
-	if l.Concurrency == 0 {
-		l.Concurrency = DefaultConcurrency
-	}
-	if l.PerInstance == 0 {
-		l.PerInstance = DefaultPerInstance
-	}
+	l.Timeout = cmp.Or(l.Timeout, DefaultTimeout)
+	l.QueueWait = cmp.Or(l.QueueWait, DefaultQueueWait)
+	l.MemoryBytes = cmp.Or(l.MemoryBytes, DefaultMemoryBytes)
+	l.OutputBytes = cmp.Or(l.OutputBytes, DefaultOutputBytes)
+	l.StderrBytes = cmp.Or(l.StderrBytes, DefaultStderrBytes)
+	l.Concurrency = cmp.Or(l.Concurrency, DefaultConcurrency)
+	l.PerInstance = cmp.Or(l.PerInstance, DefaultPerInstance)
 	return l
 }
 
