@@ -18,13 +18,6 @@ const (
 	CodeSchemaRoot    = jsonschema.CodeSchemaRoot
 )
 
-// Bounds of a capability schema.
-const (
-	MaxSchemaDepth = jsonschema.MaxDepth
-	MaxSchemaNodes = jsonschema.MaxNodes
-	MaxSchemaEnum  = jsonschema.MaxEnum
-)
-
 // checkSchema checks a schema of the safe subset and returns it read as far
 // as it could be.
 func (c *checker) checkSchema(path string, v any, root jsonschema.Root) *jsonschema.Schema {
