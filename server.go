@@ -199,7 +199,7 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		db.Close()
 		return nil, err
 	}
-	runs := &capability.Service{DB: db, Storage: store, Engine: engine, Metrics: capability.NewMetrics(), Log: log}
+	runs := &capability.Service{DB: db, Storage: store, Engine: engine, Log: log}
 	ai.Capabilities = runs
 	sched := &schedule.Scheduler{DB: db, Runner: runs, Log: log}
 	gql := httpapi.NewGraphQL(&resolvers.Resolver{Auth: authSvc, Lifecycle: life, Storage: store, AI: ai, UI: ext, Live: hub, Log: log,

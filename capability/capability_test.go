@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"pluginhost/capability"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/internal/wasmtest"
+	"pluginhost/metrics"
 	"pluginhost/models"
 	"pluginhost/sandbox"
 	"pluginhost/storage"
@@ -195,6 +198,7 @@ func TestRunRules(t *testing.T) {
 		h := newHost(t, b)
 		bob := h.env.User(t, "bob")
 		ctx := context.Background()
+		countedBefore := runsByOutcome(t)
 		tests := []struct {
 			name   string
 			call   capability.Call
@@ -232,13 +236,12 @@ func TestRunRules(t *testing.T) {
 		if _, err := h.run("notes.echo", `{}`); !strings.Contains(err.Error(), "disabled") {
 			t.Fatalf("a disabled Instance's capability ran: %v", err)
 		}
-		// Each outcome is counted by trigger.
-		counted := map[string]uint64{}
-		for _, c := range h.runs.Metrics.Snapshot() {
-			counted[c.Outcome] += c.Runs
-		}
-		if counted["ok"] != 1 || counted[models.ReasonNoModule] != 1 || counted[string(models.ErrPermissionDenied)] != 3 {
-			t.Fatalf("counted %v", counted)
+		// Each outcome is counted in /metrics.
+		counted := runsByOutcome(t)
+		for outcome, want := range map[string]float64{"ok": 1, models.ReasonNoModule: 1, string(models.ErrPermissionDenied): 3} {
+			if got := counted[outcome] - countedBefore[outcome]; got != want {
+				t.Fatalf("%s runs counted: %v, want %v (%v before, %v after)", outcome, got, want, countedBefore, counted)
+			}
 		}
 	})
 }
@@ -312,4 +315,31 @@ func TestAICapabilities(t *testing.T) {
 			t.Fatalf("AI runs not audited: %+v", entries)
 		}
 	})
+}
+
+// runsByOutcome reads the capability runs /metrics counts so far, by outcome.
+func runsByOutcome(t *testing.T) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg, metrics.Sources{}); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "pluginhost_capability_runs_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"pluginhost/database"
+	"pluginhost/metrics"
 	"pluginhost/models"
 	"pluginhost/sandbox"
 	"pluginhost/storage"
@@ -27,7 +28,6 @@ type Service struct {
 	DB      *database.DB
 	Storage *storage.Service
 	Engine  *sandbox.Engine
-	Metrics *Metrics // optional
 	Log     *slog.Logger
 
 	manifests sync.Map // manifestKey -> *models.Manifest
@@ -93,8 +93,9 @@ func (s *Service) Run(ctx context.Context, call Call) (res *models.ExtensionResu
 		if t != nil {
 			installation, kind = t.installationID, t.capability.Kind
 		}
-		if s.Metrics != nil {
-			s.Metrics.observe(call.Trigger, kind, outcome, time.Since(begun))
+		metrics.CapabilityRun(kind, outcome, time.Since(begun))
+		if call.Trigger == sandbox.TriggerSchedule {
+			metrics.BackgroundRun(outcome)
 		}
 		if aerr := s.Storage.RecordRun(context.WithoutCancel(ctx), who, installation, call.InstanceID, outcome); aerr != nil && s.Log != nil {
 			s.Log.Error("capability: audit record lost", "err", aerr, "instance", call.InstanceID, "capability", call.Capability)

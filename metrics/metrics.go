@@ -50,7 +50,7 @@ var (
 	}, []string{"tool", "code"})
 	capabilityRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pluginhost_capability_runs_total",
-		Help: "Capability runs by kind (tool, skill, background) and outcome (ok or a CAPABILITY_FAILED reason).",
+		Help: "Capability runs by kind (tool, skill, background) and outcome (ok, a CAPABILITY_FAILED reason, cancelled, or the error code of a refused run).",
 	}, []string{"kind", "outcome"})
 	capabilityDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "pluginhost_capability_run_duration_seconds",
@@ -59,7 +59,7 @@ var (
 	}, []string{"kind", "outcome"})
 	backgroundRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pluginhost_background_runs_total",
-		Help: "Scheduled background runs started by this replica, by outcome (ok or a CAPABILITY_FAILED reason).",
+		Help: "Scheduled background runs started by this replica, by outcome (as for pluginhost_capability_runs_total).",
 	}, []string{"outcome"})
 )
 
@@ -70,7 +70,7 @@ var storageOperations = []string{"list", "get", "create", "update", "delete", "r
 var errorCodes = []string{
 	OK, string(models.ErrPermissionDenied), string(models.ErrNotFound), string(models.ErrQuotaExceeded),
 	string(models.ErrConflict), string(models.ErrInvalid), string(models.ErrUnauthenticated),
-	string(models.ErrForbidden), string(models.ErrBadUserInput), string(models.ErrInternal),
+	string(models.ErrForbidden), string(models.ErrBadUserInput), string(models.ErrCapabilityFailed), string(models.ErrInternal),
 }
 
 // Image proxy outcomes beyond the rejection reasons.
@@ -80,8 +80,11 @@ var imageOutcomeValues = []string{
 	"too_large", "unsupported_format", "format_mismatch", "dimensions", "frames", "pixels",
 }
 
-// Capability run outcomes: ok, or a CAPABILITY_FAILED reason of the contract.
-var runOutcomes = []string{"ok", "no_module", "timeout", "memory", "exit", "bad_output", "output_too_large", "output_schema", "busy", "host_actions"}
+// Capability run outcomes: ok, a CAPABILITY_FAILED reason of the contract,
+// cancelled (the caller went away), or the code of a run refused before it
+// began or of host actions storage refused.
+var runOutcomes = append([]string{"ok", models.ReasonNoModule, models.ReasonTimeout, models.ReasonMemory, models.ReasonExit,
+	models.ReasonBadOutput, models.ReasonOutputTooLarge, models.ReasonOutputSchema, models.ReasonBusy, "cancelled"}, errorCodes[1:]...)
 
 // Capability kinds that run.
 var runKinds = []string{"tool", "skill", "background"}
@@ -159,8 +162,9 @@ func ImageDenied() {
 // CapabilityRun records one finished capability run, for the capability
 // runner to call: kind is tool, skill or background; outcome is "ok" or the
 // CAPABILITY_FAILED reason (no_module, timeout, memory, exit, bad_output,
-// output_too_large, output_schema, busy), "host_actions" when its host
-// actions were refused; took is its wall time.
+// output_too_large, output_schema, busy), cancelled, or the error code of a
+// run refused before it began or of host actions storage refused; took is
+// its wall time.
 func CapabilityRun(kind, outcome string, took time.Duration) {
 	k, o := bounded(kind, runKinds), bounded(outcome, runOutcomes)
 	capabilityRuns.WithLabelValues(k, o).Inc()

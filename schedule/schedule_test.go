@@ -324,7 +324,7 @@ func TestReplicaCompilesScheduledModulesAhead(t *testing.T) {
 	}
 	t.Cleanup(func() { engine.Close(context.Background()) })
 	late := &schedule.Scheduler{DB: w.env.DB, Now: w.clock.Now, Owner: "c",
-		Runner: &capability.Service{DB: w.env.DB, Storage: w.env.Store, Engine: engine, Metrics: capability.NewMetrics()}}
+		Runner: &capability.Service{DB: w.env.DB, Storage: w.env.Store, Engine: engine}}
 	before := w.runs(t, "notes.tick")
 	if err := late.Pass(context.Background()); err != nil {
 		t.Fatal(err)
