@@ -31,6 +31,7 @@ type Service struct {
 	Log     *slog.Logger
 
 	manifests sync.Map // manifestKey -> *models.Manifest
+	prepared  sync.Map // manifestKey -> struct{}: Prepare was called
 }
 
 type manifestKey struct {
@@ -294,10 +295,13 @@ func Scheduled(m *models.Manifest) []models.Capability {
 }
 
 // Prepare compiles, in the background, the modules of an Installation's
-// package at a generation, so that the first run finds them compiled (a run
-// that comes sooner waits for the same compilation rather than starting its
-// own).
+// package at a generation, once, so that the first run finds them compiled
+// (a run that comes sooner waits for the same compilation rather than
+// starting its own).
 func (s *Service) Prepare(installationID string, generation int64) {
+	if _, done := s.prepared.LoadOrStore(manifestKey{installationID, generation}, struct{}{}); done {
+		return
+	}
 	go func() {
 		ctx := context.Background()
 		var rows []struct {

@@ -49,11 +49,10 @@ type Engine struct {
 // ErrClosed is the error of a compilation asked of a closed engine.
 var ErrClosed = errors.New("sandbox: the engine is closed")
 
-// compilation is one module being compiled; done is closed when m or err is
-// set.
+// compilation is one module being compiled; done is closed when err is set
+// and, on success, the module is among the compiled ones.
 type compilation struct {
 	done chan struct{}
-	m    *Module
 	err  error
 }
 
@@ -148,6 +147,31 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	}
 	sum := sha256.Sum256(wasm)
 	for {
+		if m, err := e.ready(ctx, sum); m != nil || err != nil {
+			return m, err
+		}
+		e.mu.Lock()
+		if _, raced := e.pending[sum]; !raced && !e.closed {
+			// The compilation is not the caller's: it goes on when the
+			// caller gives up (a request's deadline can be shorter than a
+			// large module's compilation on a slow machine), and the next
+			// caller finds it done instead of starting again.
+			c := &compilation{done: make(chan struct{})}
+			e.pending[sum] = c
+			e.compiling.Add(1)
+			go func() {
+				defer e.compiling.Done()
+				e.compileInBackground(e.life, wasm, sum, c)
+			}()
+		}
+		e.mu.Unlock() // ready waits for the compilation
+	}
+}
+
+// ready returns the compiled module of sum, after the compilation of it
+// under way if there is one, or nil when there is neither.
+func (e *Engine) ready(ctx context.Context, sum [32]byte) (*Module, error) {
+	for {
 		e.mu.Lock()
 		if e.closed {
 			e.mu.Unlock()
@@ -160,20 +184,10 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 			return m, nil
 		}
 		c, busy := e.pending[sum]
-		if !busy {
-			// The compilation is not the caller's: it goes on when the
-			// caller gives up (a request's deadline can be shorter than a
-			// large module's compilation on a slow machine), and the next
-			// caller finds it done instead of starting again.
-			c = &compilation{done: make(chan struct{})}
-			e.pending[sum] = c
-			e.compiling.Add(1)
-			go func() {
-				defer e.compiling.Done()
-				e.compileInBackground(e.life, wasm, sum, c)
-			}()
-		}
 		e.mu.Unlock()
+		if !busy {
+			return nil, nil
+		}
 		select {
 		case <-c.done:
 			if c.err != nil {
@@ -195,26 +209,21 @@ func (e *Engine) compileInBackground(ctx context.Context, wasm []byte, sum [32]b
 		e.compiled[sum] = m
 		e.evictLocked(ctx)
 	}
-	c.m, c.err = m, err
+	c.err = err
 	close(c.done)
 	e.mu.Unlock()
 }
 
 // CompileStored returns the compiled module whose bytes have the SHA-256
-// sum (hex), calling load for the bytes only when it is not compiled yet.
-// The caller must Release the module when done with it.
+// sum (hex), calling load for the bytes only when it is neither compiled
+// nor being compiled. The caller must Release the module when done with it.
 func (e *Engine) CompileStored(ctx context.Context, sumHex string, load func(context.Context) ([]byte, error)) (*Module, error) {
 	var sum [32]byte
 	if b, err := hex.DecodeString(sumHex); err == nil && len(b) == len(sum) {
 		copy(sum[:], b)
-		e.mu.Lock()
-		if m, ok := e.compiled[sum]; ok && !e.closed {
-			m.refs++
-			m.used = time.Now()
-			e.mu.Unlock()
-			return m, nil
+		if m, err := e.ready(ctx, sum); m != nil || err != nil {
+			return m, err
 		}
-		e.mu.Unlock()
 	}
 	wasm, err := load(ctx)
 	if err != nil {

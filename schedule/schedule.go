@@ -50,9 +50,6 @@ type Scheduler struct {
 
 	stop chan struct{}
 	done chan struct{}
-
-	mu       sync.Mutex
-	prepared map[string]int64 // Installation id: the generation whose modules this replica compiled
 }
 
 // Start looks for due runs every Tick until Close.
@@ -268,16 +265,16 @@ func (s *Scheduler) sync(ctx context.Context) error {
 		have[[2]string{e.InstanceID, e.Capability}] = true
 	}
 	now := s.Now().UnixMicro()
-	live := map[string]bool{}
-	defer s.forget(live)
 	for _, in := range instances {
 		m, err := s.Runner.Manifest(ctx, in.InstallationID, in.Generation)
 		if err != nil {
 			return err
 		}
 		if len(capability.Scheduled(m)) > 0 {
-			s.prepare(in.InstallationID, in.Generation)
-			live[in.InstallationID] = true
+			// This replica compiles the package's modules ahead of the
+			// first run it claims, which would otherwise spend its period
+			// compiling.
+			s.Runner.Prepare(in.InstallationID, in.Generation)
 		}
 		scheduled := map[string]bool{}
 		for _, c := range capability.Scheduled(m) {
@@ -299,35 +296,6 @@ func (s *Scheduler) sync(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// prepare has this replica compile, in the background, the modules of a
-// package with scheduled capabilities once per generation, so that the
-// first run this replica claims does not wait for a compilation (seconds)
-// and take its period's time from the next one.
-func (s *Scheduler) prepare(installationID string, generation int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.prepared == nil {
-		s.prepared = map[string]int64{}
-	}
-	if s.prepared[installationID] == generation {
-		return
-	}
-	s.prepared[installationID] = generation
-	s.Runner.Prepare(installationID, generation)
-}
-
-// forget drops what prepare remembers of Installations that schedule
-// nothing any more.
-func (s *Scheduler) forget(live map[string]bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id := range s.prepared {
-		if !live[id] {
-			delete(s.prepared, id)
-		}
-	}
 }
 
 // Run is the state of one background capability of an Instance.
