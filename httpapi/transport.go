@@ -147,6 +147,10 @@ func (t httpTransport) fromQueryString(r *http.Request) (*graphql.RawParams, *re
 		if s == "" {
 			continue
 		}
+		depth, _ := jsonShape([]byte(s))
+		if rerr := t.checkDepth(depth, f.name); rerr != nil {
+			return nil, rerr
+		}
 		v, rerr := t.decodeJSON([]byte(s), f.name)
 		if rerr != nil {
 			return nil, rerr
@@ -185,7 +189,7 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 	}
 	// The decoded body (maps, slices, interfaces) outweighs its text: its
 	// share of the in-flight budget is reserved too, before decoding.
-	_, values := jsonShape(body)
+	depth, values := jsonShape(body)
 	decoded := values * decodedBytesPerValue
 	if decoded > t.limits.MaxInFlightBodyBytes-int64(len(body)) {
 		return nil, release, tooLarge(t.limits.MaxBodyBytes)
@@ -195,6 +199,9 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 		return nil, release, busy(err)
 	}
 	release = both(release, more)
+	if rerr := t.checkDepth(depth, "the body"); rerr != nil {
+		return nil, release, rerr
+	}
 	v, rerr := t.decodeJSON(body, "the body")
 	if rerr != nil {
 		return nil, release, rerr
@@ -286,13 +293,19 @@ func tooLarge(max int64) *requestError {
 		fmt.Sprintf("the request body is larger than %d bytes", max)}
 }
 
-// decodeJSON decodes one JSON value (numbers kept exact), refusing
-// anything after it and nesting deeper than MaxJSONDepth. what names the
-// value in messages, which never quote the input.
-func (t httpTransport) decodeJSON(b []byte, what string) (any, *requestError) {
-	if d, _ := jsonShape(b); d > t.limits.MaxJSONDepth {
-		return nil, badRequest("JSON_TOO_DEEP", "%s nests deeper than %d levels", what, t.limits.MaxJSONDepth)
+// checkDepth refuses a JSON value, named by what, whose nesting (as
+// jsonShape measures it, before decoding) is deeper than MaxJSONDepth.
+func (t httpTransport) checkDepth(depth int, what string) *requestError {
+	if depth > t.limits.MaxJSONDepth {
+		return badRequest("JSON_TOO_DEEP", "%s nests deeper than %d levels", what, t.limits.MaxJSONDepth)
 	}
+	return nil
+}
+
+// decodeJSON decodes one JSON value (numbers kept exact), refusing
+// anything after it. Callers check its depth first (checkDepth). what
+// names the value in messages, which never quote the input.
+func (t httpTransport) decodeJSON(b []byte, what string) (any, *requestError) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any
