@@ -52,25 +52,24 @@ func (s *Server) appScreen(w http.ResponseWriter, r *http.Request) {
 
 // appPreload runs the page's first query (webhost.StartQuery) for the user,
 // so that the page carries its answer and starts without a request. It
-// returns nil when the answer is not JSON; the page then asks itself.
+// goes through the same admission as the page's own GraphQL requests, and
+// returns nil when it is not admitted or its answer is not JSON; the page
+// then asks itself.
 func (s *Server) appPreload(r *http.Request, user *models.User, token, instanceID, extension string) *webhost.Preload {
 	body, err := json.Marshal(map[string]any{"query": webhost.StartQuery, "variables": map[string]string{"i": instanceID, "e": extension}})
 	if err != nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(auth.WithUser(r.Context(), user), requestTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/graphql", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, "/graphql", bytes.NewReader(body))
 	if err != nil {
 		return nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	rec := &redactingWriter{header: http.Header{}, status: http.StatusOK}
-	s.GraphQL.ServeHTTP(rec, req)
-	out := rec.body.Bytes()
-	if token != "" {
-		out = bytes.ReplaceAll(out, []byte(token), []byte("[redacted]"))
+	if !s.serveRedacted(rec, req, user, token) {
+		return nil
 	}
+	out := rec.body.Bytes()
 	if !json.Valid(out) {
 		return nil
 	}
@@ -140,9 +139,17 @@ func (s *Server) appGraphQL(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.Log, models.Errorf(models.ErrForbidden, "the web host's endpoints answer only its own pages"))
 		return
 	}
+	s.serveRedacted(w, r, user, token)
+}
+
+// serveRedacted serves a GraphQL request of the web host for user, admitted
+// as every GraphQL HTTP request is (admitGraphQL), and writes the answer
+// with every occurrence of token replaced. It reports false when the
+// request was not admitted; the refusal is then written instead.
+func (s *Server) serveRedacted(w http.ResponseWriter, r *http.Request, user *models.User, token string) bool {
 	release, ok := s.admitGraphQL(w, r, user.ID)
 	if !ok {
-		return
+		return false
 	}
 	defer release()
 	ctx, cancel := context.WithTimeout(auth.WithUser(r.Context(), user), requestTimeout)
@@ -160,6 +167,7 @@ func (s *Server) appGraphQL(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(rec.status)
 	w.Write(body)
+	return true
 }
 
 // redactingWriter keeps a GraphQL answer so that it can be rewritten.
