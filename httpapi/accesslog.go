@@ -92,8 +92,8 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// accessWriter records the status written; it lets websocket upgrades
-// hijack the connection.
+// accessWriter records the status written, for the access log and the
+// metrics; it lets websocket upgrades hijack the connection.
 type accessWriter struct {
 	http.ResponseWriter
 	status int

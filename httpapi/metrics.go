@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,7 +39,8 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
 }
 
-// Instrument counts and times every request by route.
+// Instrument counts and times every request by route: the pattern next (a
+// ServeMux) matched, as the access log names it, or "other".
 func (m *Metrics) Instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "" {
@@ -48,35 +48,17 @@ func (m *Metrics) Instrument(next http.Handler) http.Handler {
 			return
 		}
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r)
-		route := routeOf(r.URL.Path)
-		m.requests.WithLabelValues(route, strconv.Itoa(sw.status)).Inc()
+		aw := &accessWriter{ResponseWriter: w}
+		next.ServeHTTP(aw, r)
+		status := aw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		route := r.Pattern // the mux's pattern, without ids: a bounded label
+		if route == "" {
+			route = "other"
+		}
+		m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 		m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	})
 }
-
-// routeOf names a path's route without its ids, to bound label cardinality.
-func routeOf(path string) string {
-	switch {
-	case strings.HasPrefix(path, "/v1/plugin-instances/") && strings.HasSuffix(path, "/storage"):
-		return "/v1/plugin-instances/{id}/storage"
-	case strings.HasPrefix(path, "/v1/plugin-instances/") && strings.HasSuffix(path, "/ui-images:fetch"):
-		return "/v1/plugin-instances/{id}/ui-images:fetch"
-	case path == "/graphql", path == "/playground", path == "/healthz", path == "/readyz", path == "/metrics", path == "/dashboard":
-		return path
-	}
-	return "other"
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	w.status = code
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
