@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -255,13 +254,9 @@ func (g *queryGuard) MutateOperationContext(ctx context.Context, op *graphql.Ope
 		return limitError("QUERY_TOO_COSTLY", "the operation costs %s; at most %d is allowed (each object counts once per item of the lists around it)",
 			costString(cost), g.limits.MaxQueryCost)
 	}
-	if user, ok := auth.UserFrom(ctx); ok && g.gate != nil {
+	if user, ok := auth.UserFrom(ctx); ok {
 		if err := g.gate.spend(ctx, user.ID, int(cost)); err != nil {
-			var b *errBusy
-			if errors.As(err, &b) {
-				return limitError(b.reason, "%s", b.message)
-			}
-			return limitError("CANCELLED", "the request was cancelled")
+			return limitError(err.reason, "%s", err.message)
 		}
 	}
 	return nil

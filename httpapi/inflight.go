@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -65,18 +64,15 @@ type userSlots struct {
 	refs  int // requests holding or waiting for a slot
 }
 
-// errBusy is the server's or the user's in-flight bound.
-type errBusy struct {
-	status  int
-	reason  string
-	message string
+// errCancelled answers a request whose context ended while it waited for
+// admission.
+func errCancelled() *requestError {
+	return &requestError{http.StatusServiceUnavailable, "CANCELLED", "the request was cancelled"}
 }
-
-func (e *errBusy) Error() string { return e.message }
 
 // admit waits up to InFlightWait for a slot of the user and one of the
 // server; release returns both.
-func (g *gate) admit(ctx context.Context, user string) (release func(), err error) {
+func (g *gate) admit(ctx context.Context, user string) (release func(), err *requestError) {
 	g.mu.Lock()
 	u := g.users[user]
 	if u == nil {
@@ -98,22 +94,22 @@ func (g *gate) admit(ctx context.Context, user string) (release func(), err erro
 	case u.slots <- struct{}{}:
 	case <-timer.C:
 		drop()
-		return nil, &errBusy{http.StatusTooManyRequests, "TOO_MANY_REQUESTS",
+		return nil, &requestError{http.StatusTooManyRequests, "TOO_MANY_REQUESTS",
 			fmt.Sprintf("this user has %d GraphQL requests in progress; wait for one to finish", g.limits.MaxInFlightPerUser)}
 	case <-ctx.Done():
 		drop()
-		return nil, ctx.Err()
+		return nil, errCancelled()
 	}
 	select {
 	case g.requests <- struct{}{}:
 	case <-timer.C:
 		<-u.slots
 		drop()
-		return nil, &errBusy{http.StatusServiceUnavailable, "SERVER_BUSY", "the server is busy; try again shortly"}
+		return nil, &requestError{http.StatusServiceUnavailable, "SERVER_BUSY", "the server is busy; try again shortly"}
 	case <-ctx.Done():
 		<-u.slots
 		drop()
-		return nil, ctx.Err()
+		return nil, errCancelled()
 	}
 	g.admitted.Add(1)
 	return func() {
@@ -131,7 +127,7 @@ func (g *gate) workBurst() int {
 
 // spend charges units of work to the user, waiting up to InFlightWait for
 // them when the user has spent its rate.
-func (g *gate) spend(ctx context.Context, user string, units int) error {
+func (g *gate) spend(ctx context.Context, user string, units int) *requestError {
 	if units <= 0 {
 		return nil
 	}
@@ -151,10 +147,8 @@ func (g *gate) spend(ctx context.Context, user string, units int) error {
 	g.mu.Unlock()
 	units = min(units, l.Burst())
 	r := l.ReserveN(time.Now(), units)
-	tooMuch := &errBusy{http.StatusTooManyRequests, "TOO_MANY_REQUESTS",
-		fmt.Sprintf("this user asked for more work than %d units a second; slow down", g.limits.UserWorkPerSecond)}
 	if !r.OK() {
-		return tooMuch
+		return g.tooMuchWork()
 	}
 	d := r.Delay()
 	if d == 0 {
@@ -162,7 +156,7 @@ func (g *gate) spend(ctx context.Context, user string, units int) error {
 	}
 	if d > g.limits.InFlightWait {
 		r.Cancel()
-		return tooMuch
+		return g.tooMuchWork()
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -171,13 +165,19 @@ func (g *gate) spend(ctx context.Context, user string, units int) error {
 		return nil
 	case <-ctx.Done():
 		r.Cancel()
-		return ctx.Err()
+		return errCancelled()
 	}
+}
+
+// tooMuchWork answers a user who spent its work rate (UserWorkPerSecond).
+func (g *gate) tooMuchWork() *requestError {
+	return &requestError{http.StatusTooManyRequests, "TOO_MANY_REQUESTS",
+		fmt.Sprintf("this user asked for more work than %d units a second; slow down", g.limits.UserWorkPerSecond)}
 }
 
 // reserveBytes waits up to InFlightWait for n bytes of the in-flight body
 // budget.
-func (g *gate) reserveBytes(ctx context.Context, n int64) (func(), error) {
+func (g *gate) reserveBytes(ctx context.Context, n int64) (func(), *requestError) {
 	if n <= 0 {
 		return func() {}, nil
 	}
@@ -185,22 +185,13 @@ func (g *gate) reserveBytes(ctx context.Context, n int64) (func(), error) {
 	defer cancel()
 	if err := g.bytes.Acquire(wctx, n); err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, errCancelled()
 		}
-		return nil, &errBusy{http.StatusServiceUnavailable, "SERVER_BUSY", "the server is reading too many request bodies; try again shortly"}
+		return nil, &requestError{http.StatusServiceUnavailable, "SERVER_BUSY", "the server is reading too many request bodies; try again shortly"}
 	}
 	g.reserved.Add(n)
 	return func() {
 		g.reserved.Add(-n)
 		g.bytes.Release(n)
 	}, nil
-}
-
-// busy turns an admission error into a request error.
-func busy(err error) *requestError {
-	var b *errBusy
-	if errors.As(err, &b) {
-		return &requestError{b.status, b.reason, b.message}
-	}
-	return &requestError{http.StatusServiceUnavailable, "CANCELLED", "the request was cancelled"}
 }

@@ -141,7 +141,7 @@ func (s *Server) admitGraphQL(w http.ResponseWriter, r *http.Request, userID str
 	if err != nil {
 		w.Header().Set("Retry-After", "1")
 		media, _ := negotiate(r.Header.Get("Accept"))
-		writeRequestError(w, cmp.Or(media, mediaJSON), busy(err))
+		writeRequestError(w, cmp.Or(media, mediaJSON), err)
 		return nil, false
 	}
 	return release, true

@@ -183,8 +183,8 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 		return nil, release, badRequest("MISSING_BODY", "the request body is empty; send {\"query\": ...}")
 	}
 	if user, ok := auth.UserFrom(r.Context()); ok {
-		if err := t.gate.spend(r.Context(), user.ID, len(body)>>10); err != nil {
-			return nil, release, busy(err)
+		if rerr := t.gate.spend(r.Context(), user.ID, len(body)>>10); rerr != nil {
+			return nil, release, rerr
 		}
 	}
 	// The decoded body (maps, slices, interfaces) outweighs its text: its
@@ -194,9 +194,9 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 	if decoded > t.limits.MaxInFlightBodyBytes-int64(len(body)) {
 		return nil, release, tooLarge(t.limits.MaxBodyBytes)
 	}
-	more, err := t.gate.reserveBytes(r.Context(), decoded)
-	if err != nil {
-		return nil, release, busy(err)
+	more, rerr := t.gate.reserveBytes(r.Context(), decoded)
+	if rerr != nil {
+		return nil, release, rerr
 	}
 	release = both(release, more)
 	if rerr := t.checkDepth(depth, "the body"); rerr != nil {
@@ -258,9 +258,9 @@ func (t httpTransport) readBody(w http.ResponseWriter, r *http.Request) ([]byte,
 	if want < 0 {
 		want = t.limits.MaxBodyBytes
 	}
-	release, err := t.gate.reserveBytes(r.Context(), want)
-	if err != nil {
-		return nil, nil, busy(err)
+	release, rerr := t.gate.reserveBytes(r.Context(), want)
+	if rerr != nil {
+		return nil, nil, rerr
 	}
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(t.limits.BodyReadTimeout))
@@ -269,7 +269,7 @@ func (t httpTransport) readBody(w http.ResponseWriter, r *http.Request) ([]byte,
 		size = 64 << 10 // grown as the bytes arrive
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size+1))
-	_, err = buf.ReadFrom(http.MaxBytesReader(w, r.Body, t.limits.MaxBodyBytes))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, t.limits.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
