@@ -173,3 +173,22 @@ func TestTokenListRevoke(t *testing.T) {
 		}
 	}
 }
+
+// A UI config beside a manifest that cannot be read as one is refused with
+// an error that names the manifest (exit 2), not a panic.
+func TestValidateConfigBesideUnparsableManifest(t *testing.T) {
+	dir := t.TempDir()
+	config, err := os.ReadFile("../examples/notes/ui/main.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(dir, "ui"), 0o755)
+	os.WriteFile(filepath.Join(dir, "ui", "main.json"), config, 0o644)
+	for _, manifest := range []string{`{"id": "com.example.notes",`, `["not", "an", "object"]`} {
+		os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(manifest), 0o644)
+		code, out, errs := sh(t, "validate", filepath.Join(dir, "ui", "main.json"))
+		if code != 2 || !strings.Contains(errs, "manifest.json") {
+			t.Errorf("manifest %s: exit %d (want 2)\n%s\n%s", manifest, code, out, errs)
+		}
+	}
+}

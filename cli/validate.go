@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"pluginhost/bundle"
+	"pluginhost/extensions"
 	"pluginhost/models"
 	"pluginhost/preview"
 	"pluginhost/validator"
@@ -86,10 +87,13 @@ func validatePath(path string) (*validator.Report, error) {
 	dir := filepath.Dir(path)
 	var m *models.Manifest
 	extension := ""
-	if raw, err := os.ReadFile(filepath.Join(dir, "..", "manifest.json")); err == nil && filepath.Base(dir) == "ui" {
-		m = validator.ParseManifest(raw)
+	manifestPath := filepath.Join(dir, "..", "manifest.json")
+	if raw, err := os.ReadFile(manifestPath); err == nil && filepath.Base(dir) == "ui" {
+		if m = validator.ParseManifest(raw); m == nil {
+			return nil, fmt.Errorf("%s: cannot be read as a manifest; validate it first", manifestPath)
+		}
 		for _, e := range m.Extensions {
-			if e.Config == "ui/"+filepath.Base(path) {
+			if extensions.ConfigFile(e) == "ui/"+filepath.Base(path) {
 				extension = e.ID
 			}
 		}
@@ -201,7 +205,7 @@ func previewOptions(dir, ext, config, manifest, fixtures string) (preview.Option
 		if raw, err := os.ReadFile(filepath.Join(root, "manifest.json")); err == nil {
 			if m := validator.ParseManifest(raw); m != nil {
 				for _, e := range m.Extensions {
-					if e.Config == "ui/"+filepath.Base(config) || (e.Config == "" && filepath.Base(config) == e.ID+".json") {
+					if extensions.ConfigFile(e) == "ui/"+filepath.Base(config) {
 						dir, ext = root, e.ID
 					}
 				}
