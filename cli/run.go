@@ -172,16 +172,8 @@ func printRunError(w io.Writer, err error) error {
 	if !errors.As(err, &e) {
 		return err
 	}
-	body := map[string]any{"code": e.Code, "message": e.Message}
-	if e.Reason != "" {
-		body["reason"] = e.Reason
-	}
-	if e.ExitCode != nil {
-		body["exitCode"] = *e.ExitCode
-	}
-	if len(e.Problems) > 0 {
-		body["problems"] = e.Problems
-	}
+	body := e.Extensions()
+	body["message"] = e.Message
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(map[string]any{"error": body}); err != nil {

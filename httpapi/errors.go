@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -75,16 +76,7 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 			if gqlErr.Extensions == nil {
 				gqlErr.Extensions = map[string]any{}
 			}
-			gqlErr.Extensions["code"] = string(appErr.Code)
-			if len(appErr.Problems) > 0 {
-				gqlErr.Extensions["problems"] = appErr.Problems
-			}
-			if appErr.Reason != "" {
-				gqlErr.Extensions["reason"] = appErr.Reason
-			}
-			if appErr.ExitCode != nil {
-				gqlErr.Extensions["exitCode"] = *appErr.ExitCode
-			}
+			maps.Copy(gqlErr.Extensions, appErr.Extensions())
 			return gqlErr
 		}
 		var already *gqlerror.Error

@@ -74,6 +74,23 @@ func CapabilityFailed(reason, format string, args ...any) *Error {
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
+// Extensions returns the error as a GraphQL error's extensions carry it
+// (and the CLI prints it): code, and reason, exitCode and problems when set.
+// The message is not among them.
+func (e *Error) Extensions() map[string]any {
+	ext := map[string]any{"code": string(e.Code)}
+	if e.Reason != "" {
+		ext["reason"] = e.Reason
+	}
+	if e.ExitCode != nil {
+		ext["exitCode"] = *e.ExitCode
+	}
+	if len(e.Problems) > 0 {
+		ext["problems"] = e.Problems
+	}
+	return ext
+}
+
 // Errorf returns an *Error with a formatted message.
 func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
