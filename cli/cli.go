@@ -58,8 +58,6 @@ func (e usageError) Error() string { return e.msg }
 // Usagef returns a usage error: the command was called wrongly (exit 2).
 func Usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-func usageErrorf(format string, args ...any) error { return Usagef(format, args...) }
-
 // Exit is an error that sets the exit code itself, after the command printed
 // what it had to say.
 type Exit int

@@ -19,8 +19,6 @@ import (
 type FlagSet struct {
 	fs    *flag.FlagSet
 	flags []*Flag
-	// lookupEnv reads the environment; tests replace it.
-	lookupEnv func(string) (string, bool)
 }
 
 // Flag describes one flag for the usage text.
@@ -38,7 +36,7 @@ func NewFlagSet(name string) *FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	return &FlagSet{fs: fs, lookupEnv: os.LookupEnv}
+	return &FlagSet{fs: fs}
 }
 
 // Flags lists the flags in the order they were defined.
@@ -108,7 +106,7 @@ func (f *FlagSet) Parse(args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, ErrHelp
 			}
-			return nil, usageErrorf("%v", err)
+			return nil, Usagef("%v", err)
 		}
 		if f.fs.NArg() == 0 {
 			break
@@ -122,12 +120,12 @@ func (f *FlagSet) Parse(args []string) ([]string, error) {
 		if given[fl.Name] || fl.Env == "" {
 			continue
 		}
-		v, ok := f.lookupEnv(fl.Env)
+		v, ok := os.LookupEnv(fl.Env)
 		if !ok {
 			continue
 		}
 		if err := fl.value.Set(v); err != nil {
-			return nil, usageErrorf("environment %s=%q (the twin of --%s): %v", fl.Env, v, fl.Name, err)
+			return nil, Usagef("environment %s=%q (the twin of --%s): %v", fl.Env, v, fl.Name, err)
 		}
 	}
 	return positional, nil

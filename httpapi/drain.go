@@ -19,9 +19,6 @@ type Drain struct {
 // Start begins draining; it cannot be undone.
 func (d *Drain) Start() { d.draining.Store(true) }
 
-// Draining reports whether Start was called.
-func (d *Drain) Draining() bool { return d.draining.Load() }
-
 // Handler applies the drain to next.
 func (d *Drain) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
