@@ -277,9 +277,6 @@ func serveCommand() cli.Command {
 				"on SIGTERM, how long to keep accepting (/readyz answering 503) before closing the listener")
 			limits := limitFlags(fs)
 			return func(ctx context.Context, out cli.IO, args []string) error {
-				if len(args) > 0 {
-					return cli.Usagef("unexpected argument %q", args[0])
-				}
 				return serve(ctx, config{dsn: *dsn, dataDir: *dataDir, trustedKeys: *trustedKeys, playground: *play,
 					maxSubsPerConn: *perConn, maxSubsPerUser: *perUser, wsInitTimeout: *initTimeout, redis: *redis,
 					runLimits: runLimits(), background: *background, shutdownGrace: *grace, shutdownDelay: *delay, limits: limits()},

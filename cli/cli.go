@@ -28,6 +28,7 @@ type Command struct {
 	// Name is what the user types: "serve", "token create".
 	Name string
 	// Args is the synopsis of the positional arguments ("PATH"), if any.
+	// Main refuses positional arguments to a command whose Args is "".
 	Args string
 	// Summary says what the command does, in one line.
 	Summary string
@@ -107,6 +108,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, extra ..
 	if errors.Is(err, ErrHelp) {
 		writeUsage(stdout, c)
 		return 0
+	}
+	if err == nil && c.Args == "" && len(pos) > 0 {
+		err = Usagef("unexpected argument %q", pos[0])
 	}
 	if err == nil {
 		err = runner(ctx, out, pos)

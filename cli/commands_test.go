@@ -192,3 +192,25 @@ func TestValidateConfigBesideUnparsableManifest(t *testing.T) {
 		}
 	}
 }
+
+// A command without positional arguments in its synopsis refuses any, before
+// it runs, naming the first.
+func TestNoPositionalArguments(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "me")
+	for _, args := range [][]string{
+		{"version", "extra"},
+		{"health", "extra"},
+		{"keygen", "--out", out, "extra"},
+		{"token", "list", "--user", "u1", "extra"},
+		{"preview", "--config", "c.json", "--out", out, "extra"},
+		{"run", "--dir", ".", "--capability", "x", "extra"},
+	} {
+		code, _, errs := sh(t, args...)
+		if code != 2 || !strings.Contains(errs, `unexpected argument "extra"`) {
+			t.Errorf("%q: exit %d (want 2)\n%s", args, code, errs)
+		}
+	}
+	if _, err := os.Stat(out + ".key"); !os.IsNotExist(err) {
+		t.Errorf("keygen ran with an extra argument: %v", err)
+	}
+}

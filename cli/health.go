@@ -25,9 +25,6 @@ func health() Command {
 			timeout := fs.Duration("timeout", "PLUGINHOST_HEALTH_TIMEOUT", 5*time.Second, 100*time.Millisecond, time.Minute,
 				"how long to wait for the answer")
 			return func(ctx context.Context, out IO, args []string) error {
-				if len(args) > 0 {
-					return Usagef("unexpected argument %q", args[0])
-				}
 				host, port, err := net.SplitHostPort(*addr)
 				if err != nil {
 					return Usagef("--addr %q: %v", *addr, err)

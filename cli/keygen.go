@@ -17,9 +17,6 @@ func keygen() Command {
 		Setup: func(fs *FlagSet) Runner {
 			out := fs.String("out", "PLUGINHOST_KEYGEN_OUT", "", "path prefix of the key pair (required)")
 			return func(ctx context.Context, io IO, args []string) error {
-				if len(args) > 0 {
-					return Usagef("unexpected argument %q", args[0])
-				}
 				if *out == "" {
 					return Usagef("--out PREFIX is required")
 				}
@@ -43,9 +40,6 @@ func packageCmd() Command {
 			keyPath := fs.String("key", "PLUGINHOST_PACKAGE_KEY", "", "publisher private key, PREFIX.key (required)")
 			out := fs.String("out", "PLUGINHOST_PACKAGE_OUT", "", "package file to write (required)")
 			return func(ctx context.Context, io IO, args []string) error {
-				if len(args) > 0 {
-					return Usagef("unexpected argument %q", args[0])
-				}
 				if *dir == "" || *keyPath == "" || *out == "" {
 					return Usagef("--dir, --key and --out are required")
 				}

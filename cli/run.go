@@ -58,9 +58,6 @@ func runCmd() Command {
 			cacheDir := fs.String("cache-dir", "PLUGINHOST_RUN_CACHE_DIR", defaultCacheDir(), "folder of compiled modules")
 			limits := SandboxFlags(fs)
 			return func(ctx context.Context, out IO, pos []string) error {
-				if len(pos) > 0 {
-					return Usagef("unexpected argument %q", pos[0])
-				}
 				if *dir == "" || *id == "" {
 					return Usagef("--dir and --capability are required")
 				}

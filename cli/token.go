@@ -32,11 +32,8 @@ func openDB(ctx context.Context, dsn string) (*database.DB, error) {
 	return db, nil
 }
 
-// userArgs checks the arguments of a command about one --user.
-func userArgs(args []string, user string) error {
-	if len(args) > 0 {
-		return Usagef("unexpected argument %q", args[0])
-	}
+// requireUser checks the --user of a command about one user.
+func requireUser(user string) error {
 	if user == "" {
 		return Usagef("--user is required")
 	}
@@ -54,7 +51,7 @@ func tokenCreate() Command {
 			ttl := fs.Duration("ttl", "PLUGINHOST_TOKEN_TTL", 0, 0, auth.MaxTTL, "time to live, such as 720h (0: never expires)")
 			dsn := DBFlag(fs)
 			return func(ctx context.Context, out IO, args []string) error {
-				if err := userArgs(args, *user); err != nil {
+				if err := requireUser(*user); err != nil {
 					return err
 				}
 				if *ttl > 0 && *ttl < time.Second {
@@ -92,7 +89,7 @@ func tokenList() Command {
 			user := fs.String("user", "PLUGINHOST_TOKEN_USER", "", "user name (required)")
 			dsn := DBFlag(fs)
 			return func(ctx context.Context, out IO, args []string) error {
-				if err := userArgs(args, *user); err != nil {
+				if err := requireUser(*user); err != nil {
 					return err
 				}
 				db, err := openDB(ctx, *dsn)

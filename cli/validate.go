@@ -157,7 +157,7 @@ func previewCmd() Command {
 			fixtures := fs.String("fixtures", "PLUGINHOST_PREVIEW_FIXTURES", "", "fixtures file: canned capability results, storage, context")
 			outFile := fs.String("out", "PLUGINHOST_PREVIEW_OUT", "", "HTML file to write (required)")
 			return func(ctx context.Context, out IO, args []string) error {
-				if len(args) != 0 || *outFile == "" || (*dir == "") == (*config == "") || (*dir != "" && *ext == "") {
+				if *outFile == "" || (*dir == "") == (*config == "") || (*dir != "" && *ext == "") {
 					return Usagef("give --out and either --dir DIR --extension ID or --config FILE")
 				}
 				opts, err := previewOptions(*dir, *ext, *config, *manifest, *fixtures)

@@ -15,9 +15,6 @@ func version() Command {
 		Summary: "print the host version (compared with a package's min_host_version) and the build",
 		Setup: func(fs *FlagSet) Runner {
 			return func(ctx context.Context, out IO, args []string) error {
-				if len(args) > 0 {
-					return Usagef("unexpected argument %q", args[0])
-				}
 				fmt.Fprintf(out.Stdout, "pluginhost %s (ui_schema %d, %s", models.HostVersion, models.UISchema, runtime.Version())
 				if rev := Revision(); rev != "" {
 					fmt.Fprintf(out.Stdout, ", commit %s", rev)
