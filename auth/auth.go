@@ -89,7 +89,8 @@ func (s *Service) Create(ctx context.Context, req NewToken) (string, *models.Tok
 	if req.TTL > 0 {
 		row.ExpiresAt = now.Add(req.TTL).UnixMicro()
 	}
-	err := s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		user = database.UserRow{}
 		err := tx.Where("name = ?", name).Take(&user).Error
 		switch {
 		case errors.Is(err, gorm.ErrRecordNotFound):
