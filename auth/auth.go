@@ -57,7 +57,6 @@ type Service struct {
 
 type cached struct {
 	user    *models.User
-	tokenID string
 	expires time.Time
 }
 
@@ -89,7 +88,8 @@ func (s *Service) Create(ctx context.Context, req NewToken) (string, *models.Tok
 	if req.TTL > 0 {
 		row.ExpiresAt = now.Add(req.TTL).UnixMicro()
 	}
-	err := s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		user = database.UserRow{}
 		err := tx.Where("name = ?", name).Take(&user).Error
 		switch {
 		case errors.Is(err, gorm.ErrRecordNotFound):
@@ -142,24 +142,24 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*models.User,
 	if ok && now.Before(c.expires) {
 		return c.user, nil
 	}
-	var row database.TokenRow
-	err := s.DB.Read.WithContext(ctx).Where("hash = ?", hash).Take(&row).Error
+	// The token and its user, in one read; a token without a user is unknown.
+	var row struct {
+		database.TokenRow
+		UserName  string
+		UserAdmin bool
+	}
+	err := s.DB.Read.WithContext(ctx).Table("tokens").
+		Select("tokens.user_id, tokens.expires_at, tokens.last_used_at, tokens.revoked_at, users.name AS user_name, users.admin AS user_admin").
+		Joins("JOIN users ON users.id = tokens.user_id").Where("tokens.hash = ?", hash).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, errUnauthenticated
 	}
 	if err != nil {
 		return nil, err
 	}
-	if row.RevokedAt != 0 || row.ExpiresAt != 0 && now.UnixMicro() >= row.ExpiresAt {
+	user := database.UserRow{ID: row.UserID, Name: row.UserName, Admin: row.UserAdmin}
+	if !tokenModel(row.TokenRow, user).Active(now) {
 		return nil, errUnauthenticated
-	}
-	var user database.UserRow
-	err = s.DB.Read.WithContext(ctx).Where("id = ?", row.UserID).Take(&user).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, errUnauthenticated
-	}
-	if err != nil {
-		return nil, err
 	}
 	if now.Sub(time.UnixMicro(row.LastUsedAt)) >= LastUseResolution {
 		// Best effort: a failure to record a use must not refuse the request.
@@ -174,7 +174,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*models.User,
 	if s.cache == nil || len(s.cache) >= maxCached {
 		s.cache = map[string]cached{}
 	}
-	s.cache[hash] = cached{user: u, tokenID: row.ID, expires: expires}
+	s.cache[hash] = cached{user: u, expires: expires}
 	s.mu.Unlock()
 	return u, nil
 }

@@ -47,7 +47,8 @@ func (s *Service) Tokens(ctx context.Context, userName string) ([]*models.Token,
 func (s *Service) Revoke(ctx context.Context, id string) (*models.Token, error) {
 	var row database.TokenRow
 	var user database.UserRow
-	err := s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		row, user = database.TokenRow{}, database.UserRow{}
 		if err := tx.Where("id = ?", id).Take(&row).Error; err != nil {
 			return err
 		}

@@ -17,6 +17,8 @@ import (
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"pluginhost/internal/redact"
 )
 
 // Dialects.
@@ -244,21 +246,7 @@ func (db *DB) TableOptions() string {
 }
 
 // Redact hides the password of a DSN for messages and logs.
-func Redact(dsn string) string {
-	at := strings.LastIndex(dsn, "@")
-	if at < 0 {
-		return dsn
-	}
-	head := dsn[:at]
-	scheme := ""
-	if i := strings.Index(head, "://"); i >= 0 {
-		scheme, head = head[:i+3], head[i+3:]
-	}
-	if i := strings.Index(head, ":"); i >= 0 {
-		head = head[:i] + ":***"
-	}
-	return scheme + head + dsn[at:]
-}
+func Redact(dsn string) string { return redact.Userinfo(dsn, "***", false) }
 
 // IsDuplicate reports whether err is a unique-constraint violation.
 func IsDuplicate(err error) bool {

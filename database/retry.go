@@ -7,6 +7,7 @@ import (
 	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
 	"modernc.org/sqlite"
 )
 
@@ -80,4 +81,14 @@ func Retry(ctx context.Context, fn func() error) error {
 		}
 	}
 	return err
+}
+
+// Transact runs fn in a transaction on the writer and commits if fn returns
+// nil. A transaction the database aborts as retryable runs again as Retry
+// does, so fn may run more than once: it must reset whatever it captures
+// from its caller before using it.
+func (db *DB) Transact(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return Retry(ctx, func() error {
+		return db.Write.WithContext(ctx).Transaction(fn)
+	})
 }

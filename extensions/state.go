@@ -38,54 +38,52 @@ func (s *Service) SetState(ctx context.Context, user *models.User, instanceID, e
 		return nil, models.Errorf(models.ErrInvalid, "values must be a JSON object of state keys to values")
 	}
 	var out models.JSON
-	err := database.Retry(ctx, func() error {
-		return s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			// The Instance's row serialises writers of its settings with each
-			// other and with package changes, in the lock order of package
-			// database (Instances, then their settings). It is locked first, so
-			// that every read below sees what committed before (MySQL; SQLite has
-			// one writer).
-			if s.DB.Dialect == database.MySQL {
-				if err := tx.Exec("SELECT id FROM instances WHERE id = ? FOR UPDATE", instanceID).Error; err != nil {
-					return err
-				}
-			}
-			in, err := s.instance(ctx, tx, user, instanceID)
-			if err != nil {
+	err := s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		// The Instance's row serialises writers of its settings with each
+		// other and with package changes, in the lock order of package
+		// database (Instances, then their settings). It is locked first, so
+		// that every read below sees what committed before (MySQL; SQLite has
+		// one writer).
+		if s.DB.Dialect == database.MySQL {
+			if err := tx.Exec("SELECT id FROM instances WHERE id = ? FOR UPDATE", instanceID).Error; err != nil {
 				return err
 			}
-			c, err := s.config(ctx, tx, in, extension)
-			if err != nil {
-				return err
-			}
-			declared := parseConfig([]byte(c.Config)).stateKeys
-			if err := checkValues(set, declared, extension); err != nil {
-				return err
-			}
-			state, err := s.state(ctx, tx, in.ID, extension)
-			if err != nil {
-				return err
-			}
-			for k, v := range set {
-				state[k] = v
-			}
-			b, err := compactJSON(state)
-			if err != nil {
-				return err
-			}
-			if len(b) > models.MaxPersistedStateBytes {
-				return models.Errorf(models.ErrQuotaExceeded, "the persisted state of extension %q would have %d bytes as compact JSON; at most %d (16 KiB) are allowed", extension, len(b), models.MaxPersistedStateBytes)
-			}
-			row := stateRow{InstanceID: in.ID, ExtensionID: extension, InstallationID: in.InstallationID, State: string(b), UpdatedAt: time.Now().UnixMicro()}
-			if err := tx.Clauses(clause.OnConflict{
-				Columns:   []clause.Column{{Name: "instance_id"}, {Name: "extension_id"}},
-				DoUpdates: clause.AssignmentColumns([]string{"state", "updated_at"}),
-			}).Create(&row).Error; err != nil {
-				return err
-			}
-			out = b
-			return nil
-		})
+		}
+		in, err := s.instance(ctx, tx, user, instanceID)
+		if err != nil {
+			return err
+		}
+		c, err := s.config(ctx, tx, in, extension)
+		if err != nil {
+			return err
+		}
+		declared := parseConfig([]byte(c.Config)).stateKeys
+		if err := checkValues(set, declared, extension); err != nil {
+			return err
+		}
+		state, err := s.state(ctx, tx, in.ID, extension)
+		if err != nil {
+			return err
+		}
+		for k, v := range set {
+			state[k] = v
+		}
+		b, err := compactJSON(state)
+		if err != nil {
+			return err
+		}
+		if len(b) > models.MaxPersistedStateBytes {
+			return models.Errorf(models.ErrQuotaExceeded, "the persisted state of extension %q would have %d bytes as compact JSON; at most %d (16 KiB) are allowed", extension, len(b), models.MaxPersistedStateBytes)
+		}
+		row := stateRow{InstanceID: in.ID, ExtensionID: extension, InstallationID: in.InstallationID, State: string(b), UpdatedAt: time.Now().UnixMicro()}
+		if err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "instance_id"}, {Name: "extension_id"}},
+			DoUpdates: clause.AssignmentColumns([]string{"state", "updated_at"}),
+		}).Create(&row).Error; err != nil {
+			return err
+		}
+		out = b
+		return nil
 	})
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ package lifecycle
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -142,31 +143,29 @@ func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (
 	restored := false
 	var changes []models.StorageChange
 	fresh := row
-	err = database.Retry(ctx, func() error {
-		return s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			row, restored, changes = fresh, false, nil
-			var existing database.InstallationRow
-			err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
-				Where("user_id = ? AND plugin_id = ?", user.ID, m.ID).Take(&existing).Error
-			switch {
-			case errors.Is(err, gorm.ErrRecordNotFound):
-				if err := tx.Create(&row).Error; err != nil {
-					return err
-				}
-				if err := extensions.StoreConfigs(tx, row.ID, row.Generation, m, pkg.Files); err != nil {
-					return err
-				}
-				return storeModules(tx, row.ID, row.Generation, pkg, m)
-			case err != nil:
+	err = s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		row, restored, changes = fresh, false, nil
+		var existing database.InstallationRow
+		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+			Where("user_id = ? AND plugin_id = ?", user.ID, m.ID).Take(&existing).Error
+		switch {
+		case errors.Is(err, gorm.ErrRecordNotFound):
+			if err := tx.Create(&row).Error; err != nil {
 				return err
-			case existing.Status == models.InstallationInstalled:
-				return models.Errorf(models.ErrBadUserInput, "plugin %s is already installed as %s; use updatePlugin to change its version", m.ID, existing.ID)
 			}
-			restored = true
-			row = existing
-			changes, err = s.replacePackage(ctx, tx, &row, pkg, m)
+			if err := extensions.StoreConfigs(tx, row.ID, row.Generation, m, pkg.Files); err != nil {
+				return err
+			}
+			return storeModules(tx, row.ID, row.Generation, pkg, m)
+		case err != nil:
 			return err
-		})
+		case existing.Status == models.InstallationInstalled:
+			return models.Errorf(models.ErrBadUserInput, "plugin %s is already installed as %s; use updatePlugin to change its version", m.ID, existing.ID)
+		}
+		restored = true
+		row = existing
+		changes, err = s.replacePackage(ctx, tx, &row, pkg, m)
+		return err
 	})
 	if err != nil {
 		if database.IsDuplicate(err) {
@@ -239,38 +238,29 @@ func (s *Service) Installation(ctx context.Context, user *models.User, id string
 // comes first, and then the Installation is refused: an Instance is never
 // left behind, nor answered, for an Installation that is gone.
 func (s *Service) CreateInstance(ctx context.Context, user *models.User, installationID, name string) (*models.Instance, error) {
-	inst, err := s.Installation(ctx, user, installationID)
-	if err != nil {
-		return nil, err
-	}
 	name = strings.TrimSpace(name)
-	if name == "" {
-		name = inst.Name
-	}
-	if err := checkName(name); err != nil {
-		return nil, err
-	}
 	var row database.InstanceRow
-	err = database.Retry(ctx, func() error {
-		return s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			var locked database.InstallationRow
-			err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Select("id").
-				Where("id = ? AND user_id = ? AND status = ?", inst.ID, user.ID, models.InstallationInstalled).Take(&locked).Error
-			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return models.Errorf(models.ErrPermissionDenied, "installation %q does not exist or does not belong to you", installationID)
-			}
-			if err != nil {
-				return err
-			}
-			row = database.InstanceRow{ID: models.NewID(models.PrefixInstance), InstallationID: inst.ID, UserID: user.ID,
-				Name: name, Enabled: true, CreatedAt: time.Now().UnixMicro()}
-			return tx.Create(&row).Error
-		})
+	err := s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		var locked database.InstallationRow
+		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Select("id", "name").
+			Where("id = ? AND user_id = ? AND status = ?", installationID, user.ID, models.InstallationInstalled).Take(&locked).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return models.Errorf(models.ErrPermissionDenied, "installation %q does not exist or does not belong to you", installationID)
+		}
+		if err != nil {
+			return err
+		}
+		row = database.InstanceRow{ID: models.NewID(models.PrefixInstance), InstallationID: locked.ID, UserID: user.ID,
+			Name: cmp.Or(name, locked.Name), Enabled: true, CreatedAt: time.Now().UnixMicro()}
+		if err := checkName(row.Name); err != nil {
+			return err
+		}
+		return tx.Create(&row).Error
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.log().Info("instance created", "instance", row.ID, "installation", inst.ID, "user", user.ID)
+	s.log().Info("instance created", "instance", row.ID, "installation", row.InstallationID, "user", user.ID)
 	return row.Model(), nil
 }
 

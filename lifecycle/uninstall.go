@@ -26,10 +26,8 @@ func (s *Service) Uninstall(ctx context.Context, user *models.User, installation
 	var row database.InstallationRow
 	var instances []database.InstanceRow
 	var deletedItems int64
-	err := database.Retry(ctx, func() error {
-		return s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			return s.uninstall(tx, user, installationID, &row, &instances, &deletedItems)
-		})
+	err := s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		return s.uninstall(tx, user, installationID, &row, &instances, &deletedItems)
 	})
 	if err != nil {
 		return err

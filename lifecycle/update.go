@@ -40,23 +40,21 @@ func (s *Service) Update(ctx context.Context, user *models.User, installationID 
 	}
 	var changes []models.StorageChange
 	var row database.InstallationRow
-	err = database.Retry(ctx, func() error {
-		return s.DB.Write.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			row = database.InstallationRow{}
-			if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
-				Where("id = ? AND user_id = ? AND status = ?", installationID, user.ID, models.InstallationInstalled).Take(&row).Error; err != nil {
-				if errors.Is(err, gorm.ErrRecordNotFound) {
-					return models.Errorf(models.ErrPermissionDenied, "installation %q does not exist or does not belong to you", installationID)
-				}
-				return err
+	err = s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		row = database.InstallationRow{}
+		if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+			Where("id = ? AND user_id = ? AND status = ?", installationID, user.ID, models.InstallationInstalled).Take(&row).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return models.Errorf(models.ErrPermissionDenied, "installation %q does not exist or does not belong to you", installationID)
 			}
-			if row.Generation != cur.Generation {
-				return models.Errorf(models.ErrConflict, "the Installation changed while the update was prepared (generation %d, now %d); try again", cur.Generation, row.Generation)
-			}
-			var err error
-			changes, err = s.replacePackage(ctx, tx, &row, pkg, m)
 			return err
-		})
+		}
+		if row.Generation != cur.Generation {
+			return models.Errorf(models.ErrConflict, "the Installation changed while the update was prepared (generation %d, now %d); try again", cur.Generation, row.Generation)
+		}
+		var err error
+		changes, err = s.replacePackage(ctx, tx, &row, pkg, m)
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -1,11 +1,9 @@
 package migrations
 
 import (
-	"crypto/rand"
-	"encoding/base32"
-	"strings"
-
 	"gorm.io/gorm"
+
+	"pluginhost/models"
 )
 
 // Version 7: tokens get a public id (so that they can be listed and revoked
@@ -34,12 +32,8 @@ func tokenLifecycle(tx *gorm.DB) error {
 	if err := tx.Raw("SELECT hash FROM tokens WHERE id = ''").Scan(&hashes).Error; err != nil {
 		return err
 	}
-	enc := base32.StdEncoding.WithPadding(base32.NoPadding)
 	for _, h := range hashes {
-		b := make([]byte, 16)
-		rand.Read(b)
-		id := "tok_" + strings.ToLower(enc.EncodeToString(b))
-		if err := tx.Exec("UPDATE tokens SET id = ? WHERE hash = ?", id, h).Error; err != nil {
+		if err := tx.Exec("UPDATE tokens SET id = ? WHERE hash = ?", models.NewID(models.PrefixToken), h).Error; err != nil {
 			return err
 		}
 	}

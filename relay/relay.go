@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"pluginhost/changes"
+	"pluginhost/internal/redact"
 	"pluginhost/models"
 )
 
@@ -99,23 +100,8 @@ func Redact(rawURL string) string {
 		}
 		return u.Redacted()
 	}
-	// Not a URL: keep the scheme and what follows the last @, and the user
-	// name before a colon.
-	at := strings.LastIndex(rawURL, "@")
-	if at < 0 {
-		return rawURL
-	}
-	head := rawURL[:at]
-	scheme := ""
-	if i := strings.Index(head, "://"); i >= 0 {
-		scheme, head = head[:i+3], head[i+3:]
-	}
-	if i := strings.Index(head, ":"); i >= 0 {
-		head = head[:i] + ":xxxxx"
-	} else {
-		head = "xxxxx"
-	}
-	return scheme + head + rawURL[at:]
+	// Not a URL. In Redis's userinfo a part without a colon is a password.
+	return redact.Userinfo(rawURL, "xxxxx", true)
 }
 
 // scrub removes a URL's secrets from a message that may quote it.

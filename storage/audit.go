@@ -57,13 +57,46 @@ func auditField(s string, n int) string {
 	return b.String()
 }
 
+// auditRecord is one record of the audit trail, as a caller gives it: each
+// field is bounded (auditField) when it is written.
+type auditRecord struct {
+	userID, installationID, instanceID string
+	actor, capability                  string
+	namespace, key                     string
+	operation, outcome                 string
+	before, after, valueBytes          int64
+}
+
+// args returns the arguments of auditInsertSQL that record r now.
+func (r auditRecord) args() []any {
+	return []any{auditField(r.userID, MaxAuditIDChars), auditField(r.installationID, MaxAuditIDChars),
+		auditField(r.instanceID, MaxAuditIDChars), auditField(r.actor, MaxAuditActorChars),
+		auditField(r.capability, MaxAuditCapabilityChars), auditField(r.namespace, MaxAuditNamespaceChars),
+		auditField(r.key, MaxAuditKeyChars), auditField(r.operation, MaxAuditOperationChars),
+		auditField(r.outcome, MaxAuditOutcomeChars), r.before, r.after, r.valueBytes, time.Now().UnixMicro()}
+}
+
+// recordAudit writes r in a transaction of its own, run again when the database
+// aborts it as retryable (database.Retry).
+func (s *Service) recordAudit(ctx context.Context, r auditRecord) error {
+	w, err := s.DB.Write.DB()
+	if err != nil {
+		return err
+	}
+	return database.Retry(ctx, func() error {
+		_, err := w.ExecContext(ctx, auditInsertSQL, r.args()...)
+		return err
+	})
+}
+
 // auditMutation records one change of an audited caller, in the change's
 // transaction: it is committed exactly when the change is.
 func (s *Service) auditMutation(ctx context.Context, tx *sql.Tx, c Caller, sc *scope, m mutation) error {
-	_, err := tx.ExecContext(ctx, auditInsertSQL, auditField(c.UserID, MaxAuditIDChars), sc.InstallationID, sc.InstanceID,
-		auditField(c.Actor, MaxAuditActorChars), auditField(c.Capability, MaxAuditCapabilityChars),
-		auditField(m.ns, MaxAuditNamespaceChars), auditField(m.key, MaxAuditKeyChars), m.op, OutcomeOK,
-		m.before, m.after, m.valueBytes, time.Now().UnixMicro())
+	_, err := tx.ExecContext(ctx, auditInsertSQL, auditRecord{
+		userID: c.UserID, installationID: sc.InstallationID, instanceID: sc.InstanceID,
+		actor: c.Actor, capability: c.Capability, namespace: m.ns, key: m.key,
+		operation: m.op, outcome: OutcomeOK, before: m.before, after: m.after, valueBytes: m.valueBytes,
+	}.args()...)
 	return err
 }
 
@@ -81,16 +114,10 @@ func (s *Service) RecordRefusal(c Caller, instanceID, ns, key string, err error)
 	if errors.Is(err, context.Canceled) {
 		code = "CANCELLED"
 	}
-	w, dbErr := s.DB.Write.DB()
-	if dbErr == nil {
-		dbErr = database.Retry(context.Background(), func() error {
-			_, err := w.Exec(auditInsertSQL, auditField(c.UserID, MaxAuditIDChars), "", auditField(instanceID, MaxAuditIDChars),
-				auditField(c.Actor, MaxAuditActorChars), auditField(c.Capability, MaxAuditCapabilityChars),
-				auditField(ns, MaxAuditNamespaceChars), auditField(key, MaxAuditKeyChars),
-				auditField(op, MaxAuditOperationChars), auditField(code, MaxAuditOutcomeChars), 0, 0, 0, time.Now().UnixMicro())
-			return err
-		})
-	}
+	dbErr := s.recordAudit(context.Background(), auditRecord{
+		userID: c.UserID, instanceID: instanceID, actor: c.Actor, capability: c.Capability,
+		namespace: ns, key: key, operation: op, outcome: code,
+	})
 	if dbErr != nil && s.Log != nil {
 		s.Log.Error("storage: audit record lost", "err", dbErr, "actor", c.Actor, "instance", instanceID)
 	}

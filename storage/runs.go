@@ -1,11 +1,6 @@
 package storage
 
-import (
-	"context"
-	"time"
-
-	"pluginhost/database"
-)
+import "context"
 
 // OperationRun is the audit operation of a capability run.
 const OperationRun = "run"
@@ -15,14 +10,8 @@ const OperationRun = "run"
 // Instance, and its outcome (ok, or the failure's reason or code). It never
 // records arguments, values or output.
 func (s *Service) RecordRun(ctx context.Context, c Caller, installationID, instanceID, outcome string) error {
-	w, err := s.DB.Write.DB()
-	if err != nil {
-		return err
-	}
-	return database.Retry(ctx, func() error {
-		_, err := w.ExecContext(ctx, auditInsertSQL, auditField(c.UserID, MaxAuditIDChars), auditField(installationID, MaxAuditIDChars),
-			auditField(instanceID, MaxAuditIDChars), auditField(c.Actor, MaxAuditActorChars), auditField(c.Capability, MaxAuditCapabilityChars),
-			"", "", OperationRun, auditField(outcome, MaxAuditOutcomeChars), 0, 0, 0, time.Now().UnixMicro())
-		return err
+	return s.recordAudit(ctx, auditRecord{
+		userID: c.UserID, installationID: installationID, instanceID: instanceID,
+		actor: c.Actor, capability: c.Capability, operation: OperationRun, outcome: outcome,
 	})
 }

@@ -104,7 +104,8 @@ func (s *Service) writeLoop() {
 }
 
 // runBatch runs writes in one transaction; on a database error, each again
-// alone.
+// alone. A lock conflict inTx retried to its bound already
+// (database.IsRetryable) is instead the answer to every write of the batch.
 func (s *Service) runBatch(batch []*writeReq) {
 	var results []writeResult
 	err := s.inTx(context.Background(), func(tx *sql.Tx) error {
@@ -143,7 +144,7 @@ func (s *Service) runBatch(batch []*writeReq) {
 		}
 		return nil
 	})
-	if err != nil && len(batch) > 1 {
+	if err != nil && len(batch) > 1 && !database.IsRetryable(err) {
 		for _, req := range batch {
 			s.runBatch([]*writeReq{req})
 		}
