@@ -264,22 +264,26 @@ func (s *Scheduler) sync(ctx context.Context) error {
 	for _, e := range existing {
 		have[[2]string{e.InstanceID, e.Capability}] = true
 	}
+	enabled := map[string]bool{}
+	wanted := map[[2]string]bool{}
 	now := s.Now().UnixMicro()
 	for _, in := range instances {
 		m, err := s.Runner.Manifest(ctx, in.InstallationID, in.Generation)
 		if err != nil {
 			return err
 		}
-		if len(capability.Scheduled(m)) > 0 {
+		enabled[in.InstanceID] = true
+		scheduled := capability.Scheduled(m)
+		if len(scheduled) > 0 {
 			// This replica compiles the package's modules ahead of the
 			// first run it claims, which would otherwise spend its period
 			// compiling.
 			s.Runner.Prepare(in.InstallationID, in.Generation)
 		}
-		scheduled := map[string]bool{}
-		for _, c := range capability.Scheduled(m) {
-			scheduled[c.ID] = true
-			if have[[2]string{in.InstanceID, c.ID}] {
+		for _, c := range scheduled {
+			key := [2]string{in.InstanceID, c.ID}
+			wanted[key] = true
+			if have[key] {
 				continue
 			}
 			err := s.DB.Write.WithContext(ctx).Exec(`INSERT INTO background_schedules
@@ -289,10 +293,11 @@ func (s *Scheduler) sync(ctx context.Context) error {
 				return err
 			}
 		}
-		for _, e := range existing {
-			if e.InstanceID == in.InstanceID && !scheduled[e.Capability] {
-				s.DB.Write.WithContext(ctx).Exec("DELETE FROM background_schedules WHERE instance_id = ? AND capability = ?", e.InstanceID, e.Capability)
-			}
+	}
+	// Schedules of Instances that are not enabled are kept.
+	for _, e := range existing {
+		if enabled[e.InstanceID] && !wanted[[2]string{e.InstanceID, e.Capability}] {
+			s.DB.Write.WithContext(ctx).Exec("DELETE FROM background_schedules WHERE instance_id = ? AND capability = ?", e.InstanceID, e.Capability)
 		}
 	}
 	return nil
