@@ -8,6 +8,7 @@
 package capability
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -166,8 +167,11 @@ func (s *Service) Run(ctx context.Context, call Call) (res *models.ExtensionResu
 	if out.HostActions != nil {
 		apply := storage.Caller{UserID: call.UserID, Generation: t.generation, Actor: who.Actor, Capability: call.Capability,
 			AI: call.Trigger == sandbox.TriggerAI}
-		payload, _ := json.Marshal(map[string]any{"data": map[string]json.RawMessage{"host_actions": out.HostActions}})
-		applied, err := s.Storage.ApplyCapabilityResult(ctx, apply, call.InstanceID, call.Capability, payload)
+		// Values are stored as json.Marshal writes them, with <, > and &
+		// escaped, like those that come through GraphQL.
+		var actions bytes.Buffer
+		json.HTMLEscape(&actions, out.HostActions)
+		applied, err := s.Storage.ApplyHostActions(ctx, apply, call.InstanceID, call.Capability, actions.Bytes())
 		if err != nil {
 			return nil, err
 		}
