@@ -138,12 +138,11 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 // Compile checks and compiles a module, or returns the one already compiled
-// from the same bytes. A module that is not WebAssembly, that is not a WASI
-// command (no _start) or that imports anything but WASI preview 1 is refused.
-// The caller must Release the module when done with it.
+// from the same bytes. A module that Check refuses, or whose code is not
+// valid, is refused. The caller must Release the module when done with it.
 func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
-	if len(wasm) > MaxModuleBytes {
-		return nil, fmt.Errorf("the module has %d bytes; at most %d are allowed", len(wasm), MaxModuleBytes)
+	if err := Check(wasm); err != nil {
+		return nil, err
 	}
 	sum := sha256.Sum256(wasm)
 	for {
@@ -236,10 +235,6 @@ func (e *Engine) compile(ctx context.Context, wasm []byte, sum [32]byte) (*Modul
 	cm, err := e.rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("not a valid WebAssembly module: %v", err)
-	}
-	if err := checkCommand(cm); err != nil {
-		cm.Close(ctx)
-		return nil, err
 	}
 	m := &Module{sum: sum, compiled: cm}
 	for _, d := range cm.ExportedMemories() {
