@@ -373,7 +373,6 @@ func (e *Engine) acquire(ctx context.Context, key string) (func(), error) {
 	}
 	timer := time.NewTimer(max(wait, 0))
 	defer timer.Stop()
-	busy := models.CapabilityFailed(models.ReasonBusy, "no run slot freed up within %s (%d runs at once overall, %d per Instance)", e.limits.QueueWait, e.limits.Concurrency, e.limits.PerInstance)
 	for {
 		e.mu.Lock()
 		if e.running[key] < e.limits.PerInstance {
@@ -386,7 +385,7 @@ func (e *Engine) acquire(ctx context.Context, key string) (func(), error) {
 		select {
 		case <-freed:
 		case <-timer.C:
-			return nil, busy
+			return nil, e.busy()
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -404,12 +403,17 @@ func (e *Engine) acquire(ctx context.Context, key string) (func(), error) {
 	case e.slots <- struct{}{}:
 	case <-timer.C:
 		releaseKey()
-		return nil, busy
+		return nil, e.busy()
 	case <-ctx.Done():
 		releaseKey()
 		return nil, ctx.Err()
 	}
 	return func() { <-e.slots; releaseKey() }, nil
+}
+
+// busy is the error of a run that found no slot within QueueWait.
+func (e *Engine) busy() error {
+	return models.CapabilityFailed(models.ReasonBusy, "no run slot freed up within %s (%d runs at once overall, %d per Instance)", e.limits.QueueWait, e.limits.Concurrency, e.limits.PerInstance)
 }
 
 // memoryLimit backs a run's linear memory and refuses to grow it past the
