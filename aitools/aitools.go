@@ -72,17 +72,19 @@ func (s *Service) Tools(ctx context.Context, user *models.User) ([]Tool, error) 
 		}
 		st := m.EffectiveStorage()
 		if s.Capabilities != nil {
+			// The namespaces the Instance's capabilities may change; its
+			// tools share the list.
+			nss := []NamespaceAccess{}
+			if st != nil && r.AIConsent && m.HasPermission(models.PermissionAIStorage) {
+				for _, n := range st.Namespaces {
+					if n.Access() == models.AIAccessReadWrite {
+						nss = append(nss, NamespaceAccess{ID: n.ID, Access: n.Access()})
+					}
+				}
+			}
 			for _, c := range m.Capabilities {
 				if !c.Runnable() || (c.Kind != models.KindTool && c.Kind != models.KindSkill) {
 					continue
-				}
-				nss := []NamespaceAccess{}
-				if st != nil && r.AIConsent && m.HasPermission(models.PermissionAIStorage) {
-					for _, n := range st.Namespaces {
-						if n.Access() == models.AIAccessReadWrite {
-							nss = append(nss, NamespaceAccess{ID: n.ID, Access: n.Access()})
-						}
-					}
 				}
 				tools = append(tools, Tool{Handle: s.Handles.Issue(r.InstanceID, c.ID, r.Generation), Capability: c.ID, InstanceID: r.InstanceID, Namespaces: nss})
 			}

@@ -8,15 +8,19 @@
 package capability
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"pluginhost/database"
+	"pluginhost/lifecycle"
 	"pluginhost/metrics"
 	"pluginhost/models"
 	"pluginhost/sandbox"
@@ -30,8 +34,9 @@ type Service struct {
 	Engine  *sandbox.Engine
 	Log     *slog.Logger
 
-	manifests sync.Map // manifestKey -> *models.Manifest
-	prepared  sync.Map // manifestKey -> struct{}: Prepare was called
+	manifests  sync.Map // manifestKey -> *models.Manifest
+	moduleSums sync.Map // manifestKey -> map[string]string: module path -> sha256
+	prepared   sync.Map // manifestKey -> struct{}: Prepare was called
 }
 
 type manifestKey struct {
@@ -162,8 +167,11 @@ func (s *Service) Run(ctx context.Context, call Call) (res *models.ExtensionResu
 	if out.HostActions != nil {
 		apply := storage.Caller{UserID: call.UserID, Generation: t.generation, Actor: who.Actor, Capability: call.Capability,
 			AI: call.Trigger == sandbox.TriggerAI}
-		payload, _ := json.Marshal(map[string]any{"data": map[string]json.RawMessage{"host_actions": out.HostActions}})
-		applied, err := s.Storage.ApplyCapabilityResult(ctx, apply, call.InstanceID, call.Capability, payload)
+		// Values are stored as json.Marshal writes them, with <, > and &
+		// escaped, like those that come through GraphQL.
+		var actions bytes.Buffer
+		json.HTMLEscape(&actions, out.HostActions)
+		applied, err := s.Storage.ApplyHostActions(ctx, apply, call.InstanceID, call.Capability, actions.Bytes())
 		if err != nil {
 			return nil, err
 		}
@@ -250,24 +258,52 @@ func (s *Service) Manifest(ctx context.Context, installationID string, generatio
 	return &m, nil
 }
 
-// module returns the compiled module of the target's capability.
-func (s *Service) module(ctx context.Context, t *target) (*sandbox.Module, error) {
-	var sum string
-	q := s.DB.Read.WithContext(ctx).Table("capability_modules").
-		Where("installation_id = ? AND generation = ? AND path = ?", t.installationID, t.generation, t.capability.Module)
-	if err := q.Select("sha256").Limit(1).Scan(&sum).Error; err != nil {
+// sums returns the SHA-256 of every module of an Installation's package at
+// a generation, by path; modules never change within a generation, so they
+// are read once.
+func (s *Service) sums(ctx context.Context, installationID string, generation int64) (map[string]string, error) {
+	k := manifestKey{installationID, generation}
+	if m, ok := s.moduleSums.Load(k); ok {
+		return m.(map[string]string), nil
+	}
+	var rows []lifecycle.ModuleRow
+	err := s.DB.Read.WithContext(ctx).Select("path, sha256").
+		Where("installation_id = ? AND generation = ?", installationID, generation).Find(&rows).Error
+	if err != nil {
 		return nil, err
 	}
+	sums := make(map[string]string, len(rows))
+	for _, row := range rows {
+		sums[row.Path] = row.SHA256
+	}
+	if len(sums) > 0 { // a package with none is read again, as a missing manifest is
+		s.moduleSums.Store(k, sums)
+	}
+	return sums, nil
+}
+
+// content returns the loader of a stored module's content, for
+// sandbox.Engine.CompileStored.
+func (s *Service) content(installationID string, generation int64, path string) func(context.Context) ([]byte, error) {
+	return func(ctx context.Context) ([]byte, error) {
+		var content []byte
+		err := s.DB.Read.WithContext(ctx).Model(&lifecycle.ModuleRow{}).Select("content").
+			Where("installation_id = ? AND generation = ? AND path = ?", installationID, generation, path).Limit(1).Row().Scan(&content)
+		return content, err
+	}
+}
+
+// module returns the compiled module of the target's capability.
+func (s *Service) module(ctx context.Context, t *target) (*sandbox.Module, error) {
+	sums, err := s.sums(ctx, t.installationID, t.generation)
+	if err != nil {
+		return nil, err
+	}
+	sum := sums[t.capability.Module]
 	if sum == "" {
 		return nil, models.CapabilityFailed(models.ReasonNoModule, "the package of generation %d holds no module %s for capability %s", t.generation, t.capability.Module, t.capability.ID)
 	}
-	mod, err := s.Engine.CompileStored(ctx, sum, func(ctx context.Context) ([]byte, error) {
-		var content []byte
-		err := s.DB.Read.WithContext(ctx).Table("capability_modules").
-			Where("installation_id = ? AND generation = ? AND path = ?", t.installationID, t.generation, t.capability.Module).
-			Select("content").Limit(1).Row().Scan(&content)
-		return content, err
-	})
+	mod, err := s.Engine.CompileStored(ctx, sum, s.content(t.installationID, t.generation, t.capability.Module))
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// The compilation goes on without this run; a later one finds it done.
@@ -304,23 +340,13 @@ func (s *Service) Prepare(installationID string, generation int64) {
 	}
 	go func() {
 		ctx := context.Background()
-		var rows []struct {
-			Path   string
-			SHA256 string `gorm:"column:sha256"`
-		}
-		err := s.DB.Read.WithContext(ctx).Table("capability_modules").Select("path, sha256").
-			Where("installation_id = ? AND generation = ?", installationID, generation).Scan(&rows).Error
-		for _, row := range rows {
+		sums, err := s.sums(ctx, installationID, generation)
+		for _, path := range slices.Sorted(maps.Keys(sums)) {
 			if err != nil {
 				break
 			}
 			var mod *sandbox.Module
-			mod, err = s.Engine.CompileStored(ctx, row.SHA256, func(ctx context.Context) ([]byte, error) {
-				var content []byte
-				err := s.DB.Read.WithContext(ctx).Table("capability_modules").Select("content").
-					Where("installation_id = ? AND generation = ? AND path = ?", installationID, generation, row.Path).Limit(1).Row().Scan(&content)
-				return content, err
-			})
+			mod, err = s.Engine.CompileStored(ctx, sums[path], s.content(installationID, generation, path))
 			if err == nil {
 				s.Engine.Release(mod)
 			}

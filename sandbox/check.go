@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
@@ -160,17 +159,4 @@ func (r *wasmReader) fail(err error) {
 	if r.err == nil {
 		r.err = err
 	}
-}
-
-// checkCommand checks that a compiled module is a WASI command.
-func checkCommand(cm wazero.CompiledModule) error {
-	if _, ok := cm.ExportedFunctions()["_start"]; !ok {
-		return errors.New("the module does not export _start: it must be a WASI preview 1 command module (GOOS=wasip1 GOARCH=wasm go build)")
-	}
-	for _, f := range cm.ImportedFunctions() {
-		if mod, name, _ := f.Import(); mod != wasi_snapshot_preview1.ModuleName {
-			return fmt.Errorf("the module imports %s.%s; only %s is provided", mod, name, wasi_snapshot_preview1.ModuleName)
-		}
-	}
-	return nil
 }

@@ -138,12 +138,11 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 // Compile checks and compiles a module, or returns the one already compiled
-// from the same bytes. A module that is not WebAssembly, that is not a WASI
-// command (no _start) or that imports anything but WASI preview 1 is refused.
-// The caller must Release the module when done with it.
+// from the same bytes. A module that Check refuses, or whose code is not
+// valid, is refused. The caller must Release the module when done with it.
 func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
-	if len(wasm) > MaxModuleBytes {
-		return nil, fmt.Errorf("the module has %d bytes; at most %d are allowed", len(wasm), MaxModuleBytes)
+	if err := Check(wasm); err != nil {
+		return nil, err
 	}
 	sum := sha256.Sum256(wasm)
 	for {
@@ -236,10 +235,6 @@ func (e *Engine) compile(ctx context.Context, wasm []byte, sum [32]byte) (*Modul
 	cm, err := e.rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("not a valid WebAssembly module: %v", err)
-	}
-	if err := checkCommand(cm); err != nil {
-		cm.Close(ctx)
-		return nil, err
 	}
 	m := &Module{sum: sum, compiled: cm}
 	for _, d := range cm.ExportedMemories() {
@@ -378,7 +373,6 @@ func (e *Engine) acquire(ctx context.Context, key string) (func(), error) {
 	}
 	timer := time.NewTimer(max(wait, 0))
 	defer timer.Stop()
-	busy := models.CapabilityFailed(models.ReasonBusy, "no run slot freed up within %s (%d runs at once overall, %d per Instance)", e.limits.QueueWait, e.limits.Concurrency, e.limits.PerInstance)
 	for {
 		e.mu.Lock()
 		if e.running[key] < e.limits.PerInstance {
@@ -391,7 +385,7 @@ func (e *Engine) acquire(ctx context.Context, key string) (func(), error) {
 		select {
 		case <-freed:
 		case <-timer.C:
-			return nil, busy
+			return nil, e.busy()
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -409,12 +403,17 @@ func (e *Engine) acquire(ctx context.Context, key string) (func(), error) {
 	case e.slots <- struct{}{}:
 	case <-timer.C:
 		releaseKey()
-		return nil, busy
+		return nil, e.busy()
 	case <-ctx.Done():
 		releaseKey()
 		return nil, ctx.Err()
 	}
 	return func() { <-e.slots; releaseKey() }, nil
+}
+
+// busy is the error of a run that found no slot within QueueWait.
+func (e *Engine) busy() error {
+	return models.CapabilityFailed(models.ReasonBusy, "no run slot freed up within %s (%d runs at once overall, %d per Instance)", e.limits.QueueWait, e.limits.Concurrency, e.limits.PerInstance)
 }
 
 // memoryLimit backs a run's linear memory and refuses to grow it past the

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"time"
+
+	"pluginhost/bundle"
 )
 
 // Limits of a run, from the contract ("Capabilities that run"): "5 s of wall
@@ -20,7 +22,7 @@ const (
 	// DefaultQueueWait is how long a run waits for a slot before it is busy.
 	DefaultQueueWait = time.Second
 	// MaxModuleBytes bounds a module file.
-	MaxModuleBytes = 8 << 20
+	MaxModuleBytes = bundle.MaxModuleBytes
 )
 
 // Limits bound every run of an Engine. A zero field takes its default.

@@ -120,12 +120,13 @@ type due struct {
 // they ended. It returns when those runs are over.
 func (s *Scheduler) Pass(ctx context.Context) error {
 	s.defaults()
-	if err := s.sync(ctx); err != nil {
+	periods, err := s.sync(ctx)
+	if err != nil {
 		return err
 	}
 	now := s.Now()
 	var rows []due
-	err := s.DB.Read.WithContext(ctx).Table("background_schedules").
+	err = s.DB.Read.WithContext(ctx).Table("background_schedules").
 		Select("background_schedules.instance_id, background_schedules.capability, background_schedules.next_run_at, background_schedules.failures, instances.user_id").
 		Joins("JOIN instances ON instances.id = background_schedules.instance_id").
 		Joins("JOIN installations ON installations.id = instances.installation_id").
@@ -137,10 +138,7 @@ func (s *Scheduler) Pass(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	for _, d := range rows {
-		period, ok, err := s.period(ctx, d.InstanceID, d.Capability)
-		if err != nil {
-			return err
-		}
+		period, ok := periods[[2]string{d.InstanceID, d.Capability}]
 		if !ok {
 			continue // no longer scheduled: sync drops it
 		}
@@ -210,36 +208,11 @@ func Backoff(period time.Duration, failures int) time.Duration {
 	return max(min(d, MaxBackoff), period)
 }
 
-// period returns the schedule of an Instance's capability in its current
-// package, and whether it is still scheduled.
-func (s *Scheduler) period(ctx context.Context, instanceID, capabilityID string) (time.Duration, bool, error) {
-	var row struct {
-		InstallationID string
-		Generation     int64
-	}
-	err := s.DB.Read.WithContext(ctx).Table("instances").
-		Select("installations.id AS installation_id, installations.generation").
-		Joins("JOIN installations ON installations.id = instances.installation_id").
-		Where("instances.id = ?", instanceID).Limit(1).Scan(&row).Error
-	if err != nil || row.InstallationID == "" {
-		return 0, false, err
-	}
-	m, err := s.Runner.Manifest(ctx, row.InstallationID, row.Generation)
-	if err != nil {
-		return 0, false, err
-	}
-	for _, c := range capability.Scheduled(m) {
-		if c.ID == capabilityID {
-			return time.Duration(c.ScheduleSeconds) * time.Second, true, nil
-		}
-	}
-	return 0, false, nil
-}
-
 // sync adds a schedule, due at once, for every scheduled capability of every
 // enabled Instance that has none, and drops schedules of capabilities their
-// package no longer schedules.
-func (s *Scheduler) sync(ctx context.Context) error {
+// package no longer schedules. It returns the period of every scheduled
+// capability of every enabled Instance, by Instance and capability.
+func (s *Scheduler) sync(ctx context.Context) (map[[2]string]time.Duration, error) {
 	var instances []struct {
 		InstanceID     string
 		InstallationID string
@@ -251,51 +224,56 @@ func (s *Scheduler) sync(ctx context.Context) error {
 		Where("instances.enabled = ? AND installations.status = ?", true, models.InstallationInstalled).
 		Scan(&instances).Error
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var existing []struct {
 		InstanceID string
 		Capability string
 	}
 	if err := s.DB.Read.WithContext(ctx).Table("background_schedules").Select("instance_id, capability").Scan(&existing).Error; err != nil {
-		return err
+		return nil, err
 	}
 	have := map[[2]string]bool{}
 	for _, e := range existing {
 		have[[2]string{e.InstanceID, e.Capability}] = true
 	}
+	enabled := map[string]bool{}
+	wanted := map[[2]string]time.Duration{}
 	now := s.Now().UnixMicro()
 	for _, in := range instances {
 		m, err := s.Runner.Manifest(ctx, in.InstallationID, in.Generation)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if len(capability.Scheduled(m)) > 0 {
+		enabled[in.InstanceID] = true
+		scheduled := capability.Scheduled(m)
+		if len(scheduled) > 0 {
 			// This replica compiles the package's modules ahead of the
 			// first run it claims, which would otherwise spend its period
 			// compiling.
 			s.Runner.Prepare(in.InstallationID, in.Generation)
 		}
-		scheduled := map[string]bool{}
-		for _, c := range capability.Scheduled(m) {
-			scheduled[c.ID] = true
-			if have[[2]string{in.InstanceID, c.ID}] {
+		for _, c := range scheduled {
+			key := [2]string{in.InstanceID, c.ID}
+			wanted[key] = time.Duration(c.ScheduleSeconds) * time.Second
+			if have[key] {
 				continue
 			}
 			err := s.DB.Write.WithContext(ctx).Exec(`INSERT INTO background_schedules
 				(instance_id, capability, next_run_at, lease_owner, lease_until, last_run_at, last_outcome, failures)
 				VALUES (?, ?, ?, '', 0, 0, '', 0)`, in.InstanceID, c.ID, now).Error
 			if err != nil && !database.IsDuplicate(err) {
-				return err
-			}
-		}
-		for _, e := range existing {
-			if e.InstanceID == in.InstanceID && !scheduled[e.Capability] {
-				s.DB.Write.WithContext(ctx).Exec("DELETE FROM background_schedules WHERE instance_id = ? AND capability = ?", e.InstanceID, e.Capability)
+				return nil, err
 			}
 		}
 	}
-	return nil
+	// Schedules of Instances that are not enabled are kept.
+	for _, e := range existing {
+		if _, ok := wanted[[2]string{e.InstanceID, e.Capability}]; enabled[e.InstanceID] && !ok {
+			s.DB.Write.WithContext(ctx).Exec("DELETE FROM background_schedules WHERE instance_id = ? AND capability = ?", e.InstanceID, e.Capability)
+		}
+	}
+	return wanted, nil
 }
 
 // Run is the state of one background capability of an Instance.

@@ -52,10 +52,32 @@ func (s *Service) ApplyCapabilityResult(ctx context.Context, c Caller, instanceI
 }
 
 func (s *Service) applyCapabilityResult(ctx context.Context, c Caller, instanceID, capability string, result models.JSON) (*models.ExtensionResult, error) {
-	if c.Generation < 1 {
-		return nil, models.Errorf(models.ErrInvalid, "generation must be the positive package generation the capability ran for")
+	if err := checkGeneration(c); err != nil {
+		return nil, err
 	}
-	actions, err := parseHostActions(result)
+	list, err := hostActionsOf(result)
+	if err != nil {
+		return nil, err
+	}
+	return s.applyHostActions(ctx, c, instanceID, capability, list)
+}
+
+// ApplyHostActions applies a host_actions list, as a capability returned it
+// in data.host_actions, to an Instance, as ApplyCapabilityResult does.
+func (s *Service) ApplyHostActions(ctx context.Context, c Caller, instanceID, capability string, list json.RawMessage) (out *models.ExtensionResult, opErr error) {
+	defer func() { metrics.StorageOperation("apply_capability_result", c.Actor, opErr) }()
+	res, err := s.applyHostActions(ctx, c, instanceID, capability, list)
+	if err != nil {
+		s.RecordRefusal(c, instanceID, "", "", err)
+	}
+	return res, err
+}
+
+func (s *Service) applyHostActions(ctx context.Context, c Caller, instanceID, capability string, list json.RawMessage) (*models.ExtensionResult, error) {
+	if err := checkGeneration(c); err != nil {
+		return nil, err
+	}
+	actions, err := parseHostActions(list)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +137,14 @@ func (s *Service) applyCapabilityResult(ctx context.Context, c Caller, instanceI
 	return res, nil
 }
 
+// checkGeneration checks the package generation a capability ran for.
+func checkGeneration(c Caller) error {
+	if c.Generation < 1 {
+		return models.Errorf(models.ErrInvalid, "generation must be the positive package generation the capability ran for")
+	}
+	return nil
+}
+
 // atAction prefixes an error with the place of the host action.
 func atAction(i int, err error) error {
 	if e, ok := err.(*models.Error); ok {
@@ -123,16 +153,21 @@ func atAction(i int, err error) error {
 	return err
 }
 
-// parseHostActions reads and checks data.host_actions of a result.
-func parseHostActions(result models.JSON) ([]*hostAction, error) {
+// hostActionsOf returns data.host_actions of a result, nil when absent.
+func hostActionsOf(result models.JSON) (json.RawMessage, error) {
 	var r struct {
 		Data map[string]json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(result, &r); err != nil {
 		return nil, models.Errorf(models.ErrInvalid, "result must be an ExtensionResult object: %v", err)
 	}
-	raw, ok := r.Data["host_actions"]
-	if !ok || bytes.Equal(raw, []byte("null")) {
+	return r.Data["host_actions"], nil
+}
+
+// parseHostActions reads and checks a host_actions list; nil or null is
+// none.
+func parseHostActions(raw json.RawMessage) ([]*hostAction, error) {
+	if raw == nil || bytes.Equal(raw, []byte("null")) {
 		return nil, nil
 	}
 	var list []json.RawMessage
