@@ -278,16 +278,17 @@ func (s *Service) config(ctx context.Context, db *gorm.DB, in *instance, extensi
 	if !models.IsSafeIdentifier(extension) {
 		return nil, models.Errorf(models.ErrBadUserInput, "extension names an extension of the plugin: a safe identifier of at most 64 characters")
 	}
-	var rows []configRow
-	if err := db.WithContext(ctx).Where("installation_id = ?", in.InstallationID).Order("position").Find(&rows).Error; err != nil {
+	var row configRow
+	err := db.WithContext(ctx).Where("installation_id = ? AND extension_id = ?", in.InstallationID, extension).Take(&row).Error
+	if err == nil {
+		return &row, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, err
 	}
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		if r.ExtensionID == extension {
-			return &r, nil
-		}
-		ids[i] = r.ExtensionID
+	var ids []string
+	if err := db.WithContext(ctx).Model(&configRow{}).Where("installation_id = ?", in.InstallationID).Pluck("extension_id", &ids).Error; err != nil {
+		return nil, err
 	}
 	sort.Strings(ids)
 	return nil, models.Errorf(models.ErrBadUserInput, "plugin %s has no extension %q (it has: %s)", in.PluginID, extension, listOrNone(ids))
