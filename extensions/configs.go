@@ -51,15 +51,6 @@ type stateRow struct {
 
 func (stateRow) TableName() string { return "extension_states" }
 
-// ConfigFile is the file in the package that holds an extension's config:
-// the one the manifest names, else ui/<id>.json (as the validator reads it).
-func ConfigFile(e models.Extension) string {
-	if e.Config != "" {
-		return e.Config
-	}
-	return "ui/" + e.ID + ".json"
-}
-
 // StoreConfigs replaces the stored configs of an Installation with those of a
 // validated package at a generation, inside the lifecycle's transaction. Each
 // config is kept as its file's compact JSON: every member, string and number
@@ -69,9 +60,9 @@ func StoreConfigs(tx *gorm.DB, installationID string, generation int64, m *model
 		return fmt.Errorf("replace extension configs of %s: %w", installationID, err)
 	}
 	for i, e := range m.Extensions {
-		raw, ok := files[ConfigFile(e)]
+		raw, ok := files[e.ConfigFile()]
 		if !ok {
-			return fmt.Errorf("extension %s: config %s is not in the package", e.ID, ConfigFile(e))
+			return fmt.Errorf("extension %s: config %s is not in the package", e.ID, e.ConfigFile())
 		}
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, raw); err != nil {

@@ -125,10 +125,7 @@ func Render(opts Options) ([]byte, *validator.Report, error) {
 			return nil, report, fmt.Errorf("preview: name the extension to open; the plugin has %s", uiExtensions(m))
 		}
 		for _, e := range m.Extensions {
-			file := e.Config
-			if file == "" {
-				file = "ui/" + e.ID + ".json"
-			}
+			file := e.ConfigFile()
 			raw, err := compactJSON(opts.Files[file])
 			if err != nil {
 				return nil, report, fmt.Errorf("preview: %s: %w", file, err)

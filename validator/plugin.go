@@ -58,10 +58,9 @@ func CheckPlugin(files map[string][]byte) (*models.Manifest, *Report) {
 	var configs []config
 	referenced := map[string]bool{}
 	for i, e := range use.Extensions {
-		file := e.Config
+		file := e.ConfigFile()
 		at := ptr("/extensions", i, "config")
-		if file == "" {
-			file = "ui/" + e.ID + ".json"
+		if e.Config == "" {
 			at = ptr("/extensions", i)
 		}
 		if _, ok := files[file]; !ok {
