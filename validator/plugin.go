@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"pluginhost/jsonschema"
 	"pluginhost/models"
 	"pluginhost/sandbox"
 )
@@ -59,9 +60,9 @@ func CheckPlugin(files map[string][]byte) (*models.Manifest, *Report) {
 	referenced := map[string]bool{}
 	for i, e := range use.Extensions {
 		file := e.ConfigFile()
-		at := ptr("/extensions", i, "config")
+		at := jsonschema.Pointer("/extensions", i, "config")
 		if e.Config == "" {
-			at = ptr("/extensions", i)
+			at = jsonschema.Pointer("/extensions", i)
 		}
 		if _, ok := files[file]; !ok {
 			extra.errorf(at, CodeMissingFile, "extension %q uses %s, which is not in the plugin folder", e.ID, file)
@@ -76,7 +77,7 @@ func CheckPlugin(files map[string][]byte) (*models.Manifest, *Report) {
 		if cp.Module == "" {
 			continue
 		}
-		at := ptr("/capabilities", i, "module")
+		at := jsonschema.Pointer("/capabilities", i, "module")
 		wasm, ok := files[cp.Module]
 		if !ok {
 			extra.errorf(at, CodeMissingFile, "capability %q runs %s, which is not in the plugin folder", cp.ID, cp.Module)

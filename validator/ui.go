@@ -614,7 +614,9 @@ func (u *ui) navigation(path string, v any) {
 }
 
 // scalarKey is the canonical text of a JSON value, for duplicate detection.
-func scalarKey(v any) string { return jsonschema.TypeOf(v).String() + ":" + binding.Text(plain(v)) }
+func scalarKey(v any) string {
+	return jsonschema.TypeOf(v).String() + ":" + binding.Text(jsonschema.Plain(v))
+}
 
 // dataSources checks data_sources.
 func (u *ui) dataSources(path string, v any) {
