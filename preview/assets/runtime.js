@@ -1819,12 +1819,6 @@
     state: function () { return currentRoute() ? clone(currentRoute().state) : null; },
     blocked: function () { return clone(app.blocked); },
     live: function () { return app.live; },
-    generation: function () { return app.generation; },
-    // fillCache puts a result rendered elsewhere (a response rendered with
-    // selectResponseUi) into the host cache, so that surfaces reuse it.
-    fillCache: function (capability, args, query, result) {
-      cache.set(cacheKey(capability, args || {}, query === undefined ? null : query), { result: { result: result } });
-    },
     data: function () { return clone(ctxOf(currentRoute()).data); },
     context: function () { return clone(ctxOf(currentRoute()).context); },
     route: function () { var r = currentRoute(); return { extension: r.ext.id, parameters: clone(r.params), depth: app.stack.length }; },
