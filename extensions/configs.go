@@ -305,14 +305,10 @@ func (s *Service) UIConfig(ctx context.Context, user *models.User, instanceID, e
 	if err != nil {
 		return nil, err
 	}
-	state, err := s.state(ctx, db, in.ID, extension)
-	if err != nil {
-		return nil, err
-	}
-	b, err := compactJSON(state)
+	state, err := s.storedState(ctx, db, in.ID, extension)
 	if err != nil {
 		return nil, err
 	}
 	return &models.UIConfig{InstanceID: in.ID, Extension: c.ExtensionID, Point: c.Point, Generation: c.Generation,
-		Config: models.JSON(c.Config), PersistedState: b}, nil
+		Config: models.JSON(c.Config), PersistedState: state}, nil
 }
