@@ -33,8 +33,8 @@ const (
 
 // Capability kinds and extension points of the contract.
 var (
-	capabilityKinds = []string{"tool", "skill", "background", "data"}
-	extensionPoints = []string{"screen", "home", "response"}
+	capabilityKinds = []string{models.KindTool, models.KindSkill, models.KindBackground, models.KindData}
+	extensionPoints = []string{models.PointScreen, models.PointHome, models.PointResponse}
 )
 
 // capabilities checks the capabilities array. minHost is the manifest's

@@ -86,11 +86,11 @@ const (
 // reported too large and not decoded, so that no input costs unbounded time.
 const maxCheckedBytes = 4 * uicatalog.MaxConfigBytes
 
-// Extension points.
+// Extension points (those of package models).
 const (
-	PointScreen   = "screen"
-	PointHome     = "home"
-	PointResponse = "response"
+	PointScreen   = models.PointScreen
+	PointHome     = models.PointHome
+	PointResponse = models.PointResponse
 )
 
 // CheckUIConfig validates one UI config (ui/<extension>.json).
