@@ -145,13 +145,10 @@ func write(w http.ResponseWriter, page []byte) {
 	w.Write(page)
 }
 
-// appCSS adapts the preview's stage to a page of its own.
+// appCSS styles what only the web host's page has: the navigation bar.
 const appCSS = `
 .ph-app-nav { padding: 6px 12px; font: 14px system-ui, sans-serif; }
 .ph-app-nav a { color: #6750a4; }
-.ph-blocked .ph-empty { padding: 32px 16px; text-align: center; display: flex; flex-direction: column; gap: 8px; align-items: center; }
-.ph-notice { background: var(--ph-error-container); color: var(--ph-on-error-container); }
-img.ph-image { display: block; width: 100%; }
 `
 
 const listCSS = `
