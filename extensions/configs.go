@@ -51,15 +51,6 @@ type stateRow struct {
 
 func (stateRow) TableName() string { return "extension_states" }
 
-// ConfigFile is the file in the package that holds an extension's config:
-// the one the manifest names, else ui/<id>.json (as the validator reads it).
-func ConfigFile(e models.Extension) string {
-	if e.Config != "" {
-		return e.Config
-	}
-	return "ui/" + e.ID + ".json"
-}
-
 // StoreConfigs replaces the stored configs of an Installation with those of a
 // validated package at a generation, inside the lifecycle's transaction. Each
 // config is kept as its file's compact JSON: every member, string and number
@@ -69,9 +60,9 @@ func StoreConfigs(tx *gorm.DB, installationID string, generation int64, m *model
 		return fmt.Errorf("replace extension configs of %s: %w", installationID, err)
 	}
 	for i, e := range m.Extensions {
-		raw, ok := files[ConfigFile(e)]
+		raw, ok := files[e.ConfigFile()]
 		if !ok {
-			return fmt.Errorf("extension %s: config %s is not in the package", e.ID, ConfigFile(e))
+			return fmt.Errorf("extension %s: config %s is not in the package", e.ID, e.ConfigFile())
 		}
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, raw); err != nil {
@@ -278,16 +269,17 @@ func (s *Service) config(ctx context.Context, db *gorm.DB, in *instance, extensi
 	if !models.IsSafeIdentifier(extension) {
 		return nil, models.Errorf(models.ErrBadUserInput, "extension names an extension of the plugin: a safe identifier of at most 64 characters")
 	}
-	var rows []configRow
-	if err := db.WithContext(ctx).Where("installation_id = ?", in.InstallationID).Order("position").Find(&rows).Error; err != nil {
+	var row configRow
+	err := db.WithContext(ctx).Where("installation_id = ? AND extension_id = ?", in.InstallationID, extension).Take(&row).Error
+	if err == nil {
+		return &row, nil
+	}
+	if !errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, err
 	}
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		if r.ExtensionID == extension {
-			return &r, nil
-		}
-		ids[i] = r.ExtensionID
+	var ids []string
+	if err := db.WithContext(ctx).Model(&configRow{}).Where("installation_id = ?", in.InstallationID).Pluck("extension_id", &ids).Error; err != nil {
+		return nil, err
 	}
 	sort.Strings(ids)
 	return nil, models.Errorf(models.ErrBadUserInput, "plugin %s has no extension %q (it has: %s)", in.PluginID, extension, listOrNone(ids))
@@ -313,14 +305,10 @@ func (s *Service) UIConfig(ctx context.Context, user *models.User, instanceID, e
 	if err != nil {
 		return nil, err
 	}
-	state, err := s.state(ctx, db, in.ID, extension)
-	if err != nil {
-		return nil, err
-	}
-	b, err := compactJSON(state)
+	state, err := s.storedState(ctx, db, in.ID, extension)
 	if err != nil {
 		return nil, err
 	}
 	return &models.UIConfig{InstanceID: in.ID, Extension: c.ExtensionID, Point: c.Point, Generation: c.Generation,
-		Config: models.JSON(c.Config), PersistedState: b}, nil
+		Config: models.JSON(c.Config), PersistedState: state}, nil
 }

@@ -124,15 +124,25 @@ func checkValues(set map[string]json.RawMessage, declared map[string]bool, exten
 
 // state reads an extension's persisted state of an Instance; empty when none.
 func (s *Service) state(ctx context.Context, db *gorm.DB, instanceID, extension string) (map[string]json.RawMessage, error) {
+	b, err := s.storedState(ctx, db, instanceID, extension)
+	if err != nil {
+		return nil, err
+	}
+	return decodeState(string(b))
+}
+
+// storedState reads an extension's persisted state of an Instance as stored:
+// compact JSON, {} when none.
+func (s *Service) storedState(ctx context.Context, db *gorm.DB, instanceID, extension string) (models.JSON, error) {
 	var row stateRow
 	err := db.WithContext(ctx).Where("instance_id = ? AND extension_id = ?", instanceID, extension).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return map[string]json.RawMessage{}, nil
+		return models.JSON("{}"), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("persisted state of %s/%s: %w", instanceID, extension, err)
 	}
-	return decodeState(row.State)
+	return models.JSON(row.State), nil
 }
 
 func decodeState(s string) (map[string]json.RawMessage, error) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strings"
 	"sync"
 
 	"pluginhost/models"
@@ -209,25 +208,4 @@ func (o *ordered) All() iter.Seq2[string, any] {
 			}
 		}
 	}
-}
-
-// MarshalJSON writes the object in its order.
-func (o *ordered) MarshalJSON() ([]byte, error) {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, k := range o.keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		kb, _ := json.Marshal(k)
-		b.Write(kb)
-		b.WriteByte(':')
-		vb, err := json.Marshal(o.vals[i])
-		if err != nil {
-			return nil, err
-		}
-		b.Write(vb)
-	}
-	b.WriteByte('}')
-	return []byte(b.String()), nil
 }

@@ -70,13 +70,14 @@ func numberOf(v any) (float64, bool) {
 	return f, !math.IsInf(f, 0) && !math.IsNaN(f)
 }
 
-// plain converts Members to map[string]any, deeply.
-func plain(v any) any {
+// Plain converts a decoded value to the form encoding/json gives: Members
+// become map[string]any, deeply.
+func Plain(v any) any {
 	switch x := v.(type) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = plain(e)
+			out[i] = Plain(e)
 		}
 		return out
 	case map[string]any:
@@ -84,7 +85,7 @@ func plain(v any) any {
 	case Members:
 		m := make(map[string]any, x.Len())
 		for k, e := range x.All() {
-			m[k] = plain(e)
+			m[k] = Plain(e)
 		}
 		return m
 	}
@@ -94,7 +95,7 @@ func plain(v any) any {
 // Equal compares decoded values as JSON values, as binding.Equal does: 1
 // equals 1.0, objects member by member, values of different types never.
 func Equal(a, b any) bool {
-	return binding.Equal(plain(a), plain(b))
+	return binding.Equal(Plain(a), Plain(b))
 }
 
 // TypeName names the JSON type of a decoded value for messages.
@@ -147,25 +148,39 @@ func FormatNumber(f float64) string {
 // Pointer appends reference tokens (member names and array indexes) to a
 // JSON Pointer, escaping ~ and /.
 func Pointer(base string, tokens ...any) string {
-	for _, t := range tokens {
-		switch v := t.(type) {
-		case int:
-			base = Index(base, v)
+	if len(tokens) == 1 {
+		switch v := tokens[0].(type) {
 		case string:
-			base = Key(base, v)
-		default:
-			base = Key(base, fmt.Sprint(v))
+			return Key(base, v)
+		case int:
+			return Index(base, v)
 		}
 	}
-	return base
+	var b strings.Builder
+	b.WriteString(base)
+	for _, t := range tokens {
+		b.WriteByte('/')
+		switch v := t.(type) {
+		case int:
+			b.WriteString(strconv.Itoa(v))
+		case string:
+			b.WriteString(escapeToken(v))
+		default:
+			b.WriteString(escapeToken(fmt.Sprint(v)))
+		}
+	}
+	return b.String()
 }
 
 // Key appends one member name to a JSON Pointer.
-func Key(base, k string) string {
+func Key(base, k string) string { return base + "/" + escapeToken(k) }
+
+// escapeToken escapes ~ and / in a reference token.
+func escapeToken(k string) string {
 	if strings.ContainsAny(k, "~/") {
 		k = strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 	}
-	return base + "/" + k
+	return k
 }
 
 // Index appends one array index to a JSON Pointer.

@@ -129,6 +129,15 @@ type Extension struct {
 	Config string `json:"config,omitempty"`
 }
 
+// ConfigFile is the file in the package that holds the extension's config:
+// the one the manifest names, else ui/<id>.json.
+func (e Extension) ConfigFile() string {
+	if e.Config != "" {
+		return e.Config
+	}
+	return "ui/" + e.ID + ".json"
+}
+
 // HasPermission reports whether the manifest requests the permission.
 func (m *Manifest) HasPermission(name string) bool {
 	for _, p := range m.Permissions {

@@ -28,12 +28,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"strings"
 
 	"pluginhost/models"
 	"pluginhost/preview/assets"
-	"pluginhost/uicatalog"
 	"pluginhost/validator"
 )
 
@@ -127,10 +125,7 @@ func Render(opts Options) ([]byte, *validator.Report, error) {
 			return nil, report, fmt.Errorf("preview: name the extension to open; the plugin has %s", uiExtensions(m))
 		}
 		for _, e := range m.Extensions {
-			file := e.Config
-			if file == "" {
-				file = "ui/" + e.ID + ".json"
-			}
+			file := e.ConfigFile()
 			raw, err := compactJSON(opts.Files[file])
 			if err != nil {
 				return nil, report, fmt.Errorf("preview: %s: %w", file, err)
@@ -252,44 +247,20 @@ func stateKeys(exts []pageExtension, id string) map[string]bool {
 	return keys
 }
 
-// scriptSafe escapes JSON for a script element.
-var scriptSafe = assets.ScriptSafe
-
-// jsonBlock returns v as an inert JSON script element.
-func jsonBlock(id string, v any) (string, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	return `<script type="application/json" id="` + id + `">` + scriptSafe.Replace(string(raw)) + "</script>\n", nil
-}
-
 func asset(name string) string { return assets.Text(name) }
 
 func writePage(b *pageBundle) ([]byte, error) {
-	var catalog bytes.Buffer
-	if err := json.Compact(&catalog, uicatalog.JSON()); err != nil {
-		return nil, err
-	}
-	bundle, err := jsonBlock("ph-bundle", b)
+	bundle, err := json.Marshal(b)
 	if err != nil {
 		return nil, err
 	}
-	title := b.Plugin.Name + " · " + b.Start
-	var out strings.Builder
-	out.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
-	out.WriteString(`<meta http-equiv="Content-Security-Policy" content="` + CSP + "\">\n")
-	out.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
-	out.WriteString("<meta name=\"generator\" content=\"pluginhost preview\">\n")
-	out.WriteString("<title>Preview: " + html.EscapeString(title) + "</title>\n")
-	out.WriteString("<style>\n" + asset("preview.css") + "</style>\n</head>\n<body>\n")
-	out.WriteString("<script>window.pluginhostStart = performance.now();</script>\n")
-	out.WriteString("<div id=\"ph-app\" class=\"ph-app\"><noscript>The preview needs JavaScript.</noscript></div>\n")
-	out.WriteString(`<script type="application/json" id="ph-catalog">` + scriptSafe.Replace(catalog.String()) + "</script>\n")
-	out.WriteString(bundle)
-	out.WriteString("<script>\n" + asset("core.js") + "</script>\n")
-	out.WriteString("<script>\n" + asset("fixtures.js") + "</script>\n")
-	out.WriteString("<script>\n" + asset("runtime.js") + "</script>\n")
-	out.WriteString("</body>\n</html>\n")
-	return []byte(out.String()), nil
+	page := assets.Page{
+		Title:     "Preview: " + b.Plugin.Name + " · " + b.Start,
+		CSP:       CSP,
+		Generator: "pluginhost preview",
+		NoScript:  "The preview needs JavaScript.",
+		Host:      "fixtures.js",
+		Bundle:    bundle,
+	}
+	return page.Bytes(), nil
 }

@@ -204,7 +204,7 @@ func (u *ui) target(path string, v any) {
 
 // condition checks a condition in a condition place.
 func (u *ui) condition(path string, v any, sc scope) {
-	c, problems := binding.ParseCondition(plain(v))
+	c, problems := binding.ParseCondition(jsonschema.Plain(v))
 	for _, p := range problems {
 		u.errorf(path+p.Pointer, p.Code, "%s", p.Message)
 	}

@@ -33,8 +33,8 @@ const (
 
 // Capability kinds and extension points of the contract.
 var (
-	capabilityKinds = []string{"tool", "skill", "background", "data"}
-	extensionPoints = []string{"screen", "home", "response"}
+	capabilityKinds = []string{models.KindTool, models.KindSkill, models.KindBackground, models.KindData}
+	extensionPoints = []string{models.PointScreen, models.PointHome, models.PointResponse}
 )
 
 // capabilities checks the capabilities array. minHost is the manifest's
@@ -102,18 +102,29 @@ func (c *checker) capabilities(v any, minHost string) {
 	}
 }
 
+// cleanRelative reports whether s is a clean relative path of the package:
+// not empty, with no empty, . or .. segments, backslashes or colons.
+func cleanRelative(s string) bool {
+	if s == "" || strings.ContainsAny(s, "\\:") {
+		return false
+	}
+	for _, seg := range strings.Split(s, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// notCleanRelative is the message for a path that is not cleanRelative.
+const notCleanRelative = "%q is not a clean relative path: no empty, . or .. segments, backslashes or colons"
+
 // modulePath checks the path of a capability's module: a clean relative
 // .wasm path of the package, by convention capabilities/NAME.wasm.
 func (c *checker) modulePath(path, s string) {
-	clean := s != ""
-	for _, seg := range strings.Split(s, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			clean = false
-		}
-	}
 	switch {
-	case !clean || strings.ContainsAny(s, "\\:"):
-		c.errorf(path, CodeFormat, "%q is not a clean relative path: no empty, . or .. segments, backslashes or colons", s)
+	case !cleanRelative(s):
+		c.errorf(path, CodeFormat, notCleanRelative, s)
 	case !strings.HasSuffix(s, ".wasm"):
 		c.errorf(path, CodeFormat, "%q: a capability module is a .wasm file, such as capabilities/NAME.wasm", s)
 	case strings.HasPrefix(s, "ui/") || strings.HasPrefix(s, "META-INF/"):
@@ -161,17 +172,11 @@ func (c *checker) extensions(v any) {
 // configPath checks the path of an extension's UI config: a .json file under
 // ui/, named after the extension by convention.
 func (c *checker) configPath(path, s string, id any) {
-	clean := true
-	for _, seg := range strings.Split(s, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			clean = false
-		}
-	}
 	switch {
 	case !strings.HasPrefix(s, "ui/"):
 		c.errorf(path, CodeFormat, "%q: a UI config lives under ui/, as ui/<extension>.json", s)
-	case !clean || strings.ContainsAny(s, "\\:"):
-		c.errorf(path, CodeFormat, "%q is not a clean relative path: no empty, . or .. segments, backslashes or colons", s)
+	case !cleanRelative(s):
+		c.errorf(path, CodeFormat, notCleanRelative, s)
 	case !strings.HasSuffix(s, ".json"):
 		c.errorf(path, CodeFormat, "%q: a UI config is a .json file", s)
 	default:

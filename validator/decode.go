@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"pluginhost/jsonschema"
 )
 
 // Problem codes of JSON decoding.
@@ -98,26 +100,6 @@ func (o *object) All() iter.Seq2[string, any] {
 	}
 }
 
-// plain converts a decoded value to the form encoding/json gives
-// (map[string]any for objects), for packages that take that form.
-func plain(v any) any {
-	switch x := v.(type) {
-	case *object:
-		m := make(map[string]any, len(x.members))
-		for _, mb := range x.members {
-			m[mb.key] = plain(mb.val)
-		}
-		return m
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = plain(e)
-		}
-		return out
-	}
-	return v
-}
-
 // order gives each JSON Pointer of the document its position in the text, so
 // that problems can be reported in document order. It is computed only when
 // there are problems to sort: valid documents never pay for it.
@@ -181,12 +163,12 @@ func (p *parser) pointer(k string) string {
 	var b strings.Builder
 	for _, t := range p.stack {
 		if t.isIdx {
-			b.WriteString(ptr("", t.index))
+			b.WriteString(jsonschema.Index("", t.index))
 		} else {
-			b.WriteString(ptr("", t.key))
+			b.WriteString(jsonschema.Key("", t.key))
 		}
 	}
-	return ptr(b.String(), k)
+	return jsonschema.Key(b.String(), k)
 }
 
 type syntaxError struct{ msg string }
@@ -303,7 +285,7 @@ func (p *parser) object(path string, depth int) (any, error) {
 		p.i++
 		var kp string
 		if p.order != nil {
-			kp = pkey(path, k)
+			kp = jsonschema.Key(path, k)
 		}
 		p.stack = append(p.stack, token{key: k})
 		v, err := p.value(kp, depth+1)

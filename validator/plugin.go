@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"pluginhost/jsonschema"
 	"pluginhost/models"
 	"pluginhost/sandbox"
 )
@@ -58,11 +59,10 @@ func CheckPlugin(files map[string][]byte) (*models.Manifest, *Report) {
 	var configs []config
 	referenced := map[string]bool{}
 	for i, e := range use.Extensions {
-		file := e.Config
-		at := ptr("/extensions", i, "config")
-		if file == "" {
-			file = "ui/" + e.ID + ".json"
-			at = ptr("/extensions", i)
+		file := e.ConfigFile()
+		at := jsonschema.Pointer("/extensions", i, "config")
+		if e.Config == "" {
+			at = jsonschema.Pointer("/extensions", i)
 		}
 		if _, ok := files[file]; !ok {
 			extra.errorf(at, CodeMissingFile, "extension %q uses %s, which is not in the plugin folder", e.ID, file)
@@ -77,7 +77,7 @@ func CheckPlugin(files map[string][]byte) (*models.Manifest, *Report) {
 		if cp.Module == "" {
 			continue
 		}
-		at := ptr("/capabilities", i, "module")
+		at := jsonschema.Pointer("/capabilities", i, "module")
 		wasm, ok := files[cp.Module]
 		if !ok {
 			extra.errorf(at, CodeMissingFile, "capability %q runs %s, which is not in the plugin folder", cp.ID, cp.Module)

@@ -9,9 +9,9 @@ package validator
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
+	"pluginhost/jsonschema"
 	"pluginhost/models"
 )
 
@@ -106,21 +106,21 @@ func (c *checker) ptr(base string, tokens ...any) string {
 	if c.quiet {
 		return ""
 	}
-	return ptr(base, tokens...)
+	return jsonschema.Pointer(base, tokens...)
 }
 
 func (c *checker) pkey(base, k string) string {
 	if c.quiet {
 		return ""
 	}
-	return pkey(base, k)
+	return jsonschema.Key(base, k)
 }
 
 func (c *checker) pidx(base string, i int) string {
 	if c.quiet {
 		return ""
 	}
-	return pidx(base, i)
+	return jsonschema.Index(base, i)
 }
 
 // finish returns the report of a checked document. The document's positions
@@ -177,40 +177,3 @@ func position(p string, order map[string]int) int {
 		p = p[:i]
 	}
 }
-
-// ptr appends reference tokens to a JSON Pointer, escaping ~ and /.
-func ptr(base string, tokens ...any) string {
-	if len(tokens) == 1 {
-		switch v := tokens[0].(type) {
-		case string:
-			return pkey(base, v)
-		case int:
-			return pidx(base, v)
-		}
-	}
-	var b strings.Builder
-	b.WriteString(base)
-	for _, t := range tokens {
-		b.WriteByte('/')
-		switch v := t.(type) {
-		case int:
-			b.WriteString(strconv.Itoa(v))
-		case string:
-			b.WriteString(strings.ReplaceAll(strings.ReplaceAll(v, "~", "~0"), "/", "~1"))
-		default:
-			fmt.Fprint(&b, v)
-		}
-	}
-	return b.String()
-}
-
-// key appends one member name to a JSON Pointer.
-func pkey(base, k string) string {
-	if strings.ContainsAny(k, "~/") {
-		k = strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
-	}
-	return base + "/" + k
-}
-
-// index appends one array index to a JSON Pointer.
-func pidx(base string, i int) string { return base + "/" + strconv.Itoa(i) }

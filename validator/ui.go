@@ -86,11 +86,11 @@ const (
 // reported too large and not decoded, so that no input costs unbounded time.
 const maxCheckedBytes = 4 * uicatalog.MaxConfigBytes
 
-// Extension points.
+// Extension points (those of package models).
 const (
-	PointScreen   = "screen"
-	PointHome     = "home"
-	PointResponse = "response"
+	PointScreen   = models.PointScreen
+	PointHome     = models.PointHome
+	PointResponse = models.PointResponse
 )
 
 // CheckUIConfig validates one UI config (ui/<extension>.json).
@@ -614,7 +614,9 @@ func (u *ui) navigation(path string, v any) {
 }
 
 // scalarKey is the canonical text of a JSON value, for duplicate detection.
-func scalarKey(v any) string { return jsonschema.TypeOf(v).String() + ":" + binding.Text(plain(v)) }
+func scalarKey(v any) string {
+	return jsonschema.TypeOf(v).String() + ":" + binding.Text(jsonschema.Plain(v))
+}
 
 // dataSources checks data_sources.
 func (u *ui) dataSources(path string, v any) {

@@ -13,7 +13,6 @@
 package webhost
 
 import (
-	"bytes"
 	"encoding/json"
 	"html"
 	"net/http"
@@ -22,7 +21,6 @@ import (
 
 	"pluginhost/preview"
 	"pluginhost/preview/assets"
-	"pluginhost/uicatalog"
 )
 
 // Patterns of the endpoints the pages use, for http.ServeMux. GraphQL takes
@@ -93,24 +91,16 @@ func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, e
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	var catalog bytes.Buffer
-	if err := json.Compact(&catalog, uicatalog.JSON()); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+	page := assets.Page{
+		Title:     extension + " · pluginhost",
+		CSS:       appCSS,
+		BodyClass: "ph-webhost",
+		Nav:       "<nav class=\"ph-app-nav\"><a href=\"/app\">All Instances</a></nav>\n",
+		NoScript:  "The web host needs JavaScript.",
+		Host:      "live.js",
+		Bundle:    raw,
 	}
-	var out strings.Builder
-	head(&out, extension+" · pluginhost")
-	out.WriteString("<style>\n" + assets.Text("preview.css") + appCSS + "</style>\n</head>\n<body class=\"ph-webhost\">\n")
-	out.WriteString("<script>window.pluginhostStart = performance.now();</script>\n")
-	out.WriteString("<nav class=\"ph-app-nav\"><a href=\"/app\">All Instances</a></nav>\n")
-	out.WriteString("<div id=\"ph-app\" class=\"ph-app\"><noscript>The web host needs JavaScript.</noscript></div>\n")
-	out.WriteString(`<script type="application/json" id="ph-catalog">` + assets.ScriptSafe.Replace(catalog.String()) + "</script>\n")
-	out.WriteString(`<script type="application/json" id="ph-bundle">` + assets.ScriptSafe.Replace(string(raw)) + "</script>\n")
-	out.WriteString("<script>\n" + assets.Text("core.js") + "</script>\n")
-	out.WriteString("<script>\n" + assets.Text("live.js") + "</script>\n")
-	out.WriteString("<script>\n" + assets.Text("runtime.js") + "</script>\n")
-	out.WriteString("</body>\n</html>\n")
-	write(w, out.String())
+	write(w, page.Bytes())
 }
 
 // routeParams are the first screen's context.route values: the query
@@ -135,7 +125,7 @@ func ServeList(w http.ResponseWriter, r *http.Request, v Viewer) {
 	out.WriteString("<div id=\"list\" aria-live=\"polite\">Loading…</div>\n")
 	out.WriteString(`<script type="application/json" id="ph-list">` + assets.ScriptSafe.Replace(`{"graphql":"`+ListGraphQLPattern+`"}`) + "</script>\n")
 	out.WriteString("<script>\n" + listJS + "</script>\n</body>\n</html>\n")
-	write(w, out.String())
+	write(w, []byte(out.String()))
 }
 
 func head(out *strings.Builder, title string) {
@@ -144,7 +134,7 @@ func head(out *strings.Builder, title string) {
 	out.WriteString("<title>" + html.EscapeString(title) + "</title>\n")
 }
 
-func write(w http.ResponseWriter, page string) {
+func write(w http.ResponseWriter, page []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
@@ -152,16 +142,13 @@ func write(w http.ResponseWriter, page string) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", CSP)
-	w.Write([]byte(page))
+	w.Write(page)
 }
 
-// appCSS adapts the preview's stage to a page of its own.
+// appCSS styles what only the web host's page has: the navigation bar.
 const appCSS = `
 .ph-app-nav { padding: 6px 12px; font: 14px system-ui, sans-serif; }
 .ph-app-nav a { color: #6750a4; }
-.ph-blocked .ph-empty { padding: 32px 16px; text-align: center; display: flex; flex-direction: column; gap: 8px; align-items: center; }
-.ph-notice { background: var(--ph-error-container); color: var(--ph-on-error-container); }
-img.ph-image { display: block; width: 100%; }
 `
 
 const listCSS = `

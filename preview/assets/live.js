@@ -19,6 +19,10 @@
     var loaded = null; // the last successful load
     var listener = function () {};
     var socket = null, socketTries = 0, lastRevision = null, blockedPoll = null;
+    // subscribed is the socket whose subscription has answered its snapshot:
+    // while it is the open socket, every storage write reaches the page as a
+    // storageChanged event, its own writes too.
+    var subscribed = null;
 
     function errorOf(x, message) {
       var err = { code: (x && x.code) || 'ERROR', message: message || '' };
@@ -179,7 +183,9 @@
           return { error: r.error };
         }
         var out = { result: { summary: r.data.invoke.summary, data: r.data.invoke.data, evidence: r.data.invoke.evidence || [] } };
-        if (writes[capability]) out.changed = true;
+        // The page re-reads its storage sources on the write's own event
+        // while subscribed, and at once when it is not.
+        if (writes[capability] && (socket === null || subscribed !== socket)) out.changed = true;
         return out;
       });
     }
@@ -232,6 +238,7 @@
           ws.send(JSON.stringify({ type: 'pong' }));
         } else if (m.type === 'next' && m.payload) {
           if (m.payload.errors && m.payload.errors.length) { ended(); return; }
+          if (socket === ws && m.payload.data.storageChanged.operation === 'snapshot') subscribed = ws;
           change(m.payload.data.storageChanged);
         } else if (m.type === 'error') {
           ended();

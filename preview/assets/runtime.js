@@ -1157,7 +1157,8 @@
   // it without a call; a load already under way for the same key is shared;
   // a fresh result (refresh, storage change) reaches every open surface that
   // shows the same key. A failure never replaces a good result. The cache is
-  // emptied when the package generation changes.
+  // emptied when the package generation changes. An entry holds its
+  // capability, the pending call and the last good result.
   var cache = new Map();
   function stable(v) {
     if (Array.isArray(v)) return '[' + v.map(stable).join(',') + ']';
@@ -1165,6 +1166,14 @@
     return JSON.stringify(v === undefined ? null : v);
   }
   function cacheKey(capability, args, query) { return stable([host.instance, capability, query, args]); }
+
+  // sourceKey resolves a data source's arguments and query in ctx, with the
+  // cache key of the call they make.
+  function sourceKey(decl, ctx) {
+    var args = resolveValue(decl.arguments || {}, ctx);
+    var query = decl.query === undefined || decl.query === null ? null : bindString(decl.query, ctx);
+    return { args: args, query: query, key: cacheKey(decl.capability, args, query) };
+  }
 
   // apply writes a result (or an error) into one source of one route.
   function apply(route, id, r, cached) {
@@ -1201,10 +1210,8 @@
   function loadSource(route, id, reason) {
     var decl = route.sources[id];
     if (!decl) { emit('refresh_refused', { source: id, reason: 'no such data source' }); return Promise.resolve(false); }
-    var ctx = ctxOf(route);
-    var args = resolveValue(decl.arguments || {}, ctx);
-    var query = decl.query === undefined || decl.query === null ? null : bindString(decl.query, ctx);
-    var key = cacheKey(decl.capability, args, query);
+    var sk = sourceKey(decl, ctxOf(route));
+    var args = sk.args, query = sk.query, key = sk.key;
     route.keys[id] = key;
     var entry = cache.get(key);
     if (reason === 'load' && entry && entry.result) {
@@ -1223,7 +1230,7 @@
       pending = entry.pending;
     } else {
       emit('source_load', { source: id, capability: decl.capability, arguments: args, query: query, reason: reason });
-      entry = entry || {};
+      entry = entry || { capability: decl.capability };
       pending = entry.pending = call(decl.capability, args, query);
       cache.set(key, entry);
       pending.then(function (r) {
@@ -1253,7 +1260,7 @@
   // results no surface shows are dropped, so that opening them reads again.
   function refreshStorageSources(reason) {
     cache.forEach(function (entry, key) {
-      if (JSON.parse(key)[1].indexOf('host.storage.') === 0 && !entry.pending) cache.delete(key);
+      if (entry.capability.indexOf('host.storage.') === 0 && !entry.pending) cache.delete(key);
     });
     var done = {};
     for (var i = app.stack.length - 1; i >= 0; i--) {
@@ -1290,10 +1297,9 @@
       if (route.prefilled[id]) {
         // A result the host rendered already (a response's tool result)
         // fills the cache, so that other surfaces reuse it.
-        var ctx = ctxOf(route), decl = route.sources[id];
-        var key = cacheKey(decl.capability, resolveValue(decl.arguments || {}, ctx), decl.query === undefined || decl.query === null ? null : bindString(decl.query, ctx));
+        var decl = route.sources[id], key = sourceKey(decl, ctxOf(route)).key;
         route.keys[id] = key;
-        cache.set(key, { result: { result: { summary: route.data[id].summary, data: route.data[id].data } } });
+        cache.set(key, { capability: decl.capability, result: { result: { summary: route.data[id].summary, data: route.data[id].data } } });
       } else if (route.sources[id].trigger !== 'manual') loadSource(route, id, 'load');
     });
     if (document.visibilityState !== 'hidden') startTimers(route);
@@ -1819,12 +1825,6 @@
     state: function () { return currentRoute() ? clone(currentRoute().state) : null; },
     blocked: function () { return clone(app.blocked); },
     live: function () { return app.live; },
-    generation: function () { return app.generation; },
-    // fillCache puts a result rendered elsewhere (a response rendered with
-    // selectResponseUi) into the host cache, so that surfaces reuse it.
-    fillCache: function (capability, args, query, result) {
-      cache.set(cacheKey(capability, args || {}, query === undefined ? null : query), { result: { result: result } });
-    },
     data: function () { return clone(ctxOf(currentRoute()).data); },
     context: function () { return clone(ctxOf(currentRoute()).context); },
     route: function () { var r = currentRoute(); return { extension: r.ext.id, parameters: clone(r.params), depth: app.stack.length }; },
