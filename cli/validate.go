@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"pluginhost/bundle"
-	"pluginhost/extensions"
 	"pluginhost/models"
 	"pluginhost/preview"
 	"pluginhost/validator"
@@ -93,7 +92,7 @@ func validatePath(path string) (*validator.Report, error) {
 			return nil, fmt.Errorf("%s: cannot be read as a manifest; validate it first", manifestPath)
 		}
 		for _, e := range m.Extensions {
-			if extensions.ConfigFile(e) == "ui/"+filepath.Base(path) {
+			if e.ConfigFile() == "ui/"+filepath.Base(path) {
 				extension = e.ID
 			}
 		}
@@ -205,7 +204,7 @@ func previewOptions(dir, ext, config, manifest, fixtures string) (preview.Option
 		if raw, err := os.ReadFile(filepath.Join(root, "manifest.json")); err == nil {
 			if m := validator.ParseManifest(raw); m != nil {
 				for _, e := range m.Extensions {
-					if extensions.ConfigFile(e) == "ui/"+filepath.Base(config) {
+					if e.ConfigFile() == "ui/"+filepath.Base(config) {
 						dir, ext = root, e.ID
 					}
 				}
