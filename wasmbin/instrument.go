@@ -1,0 +1,321 @@
+package wasmbin
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// What the instrumented module adds: an import the host provides, and
+// exports the host reads and sets.
+const (
+	// YieldModule and YieldName name the function the instrumented module
+	// imports and calls every YieldInterval loop iterations and calls: the
+	// host checks there whether the run's time is up, and lets other work
+	// run. It takes and returns nothing.
+	YieldModule = "pluginhost"
+	YieldName   = "yield"
+	// FuelExport is the i32 global counted down at every loop iteration and
+	// call; the module calls yield when it reaches zero. The host sets it to
+	// YieldInterval before each run and in yield.
+	FuelExport = "pluginhost.fuel"
+	// StackExport is the i32 global that holds the stack weight of the
+	// frames under way; a run that trapped with it above the budget ran out
+	// of stack.
+	StackExport = "pluginhost.stack"
+	// globalExportPrefix, with the global's index, names each mutable
+	// global the module defines (GlobalExport).
+	globalExportPrefix = "pluginhost.global."
+)
+
+// YieldInterval is how many loop iterations and calls a module makes
+// between two calls of yield: about ten to a hundred microseconds of work.
+const YieldInterval = 10_000
+
+// GlobalExport is the name under which the instrumented module exports the
+// mutable global of index i.
+func GlobalExport(i int) string { return globalExportPrefix + strconv.Itoa(i) }
+
+// MutableGlobalExports returns the names under which the instrumented
+// module exports the mutable globals the module defines.
+func (m *Module) MutableGlobalExports() []string {
+	var names []string
+	for i, g := range m.Globals {
+		if g.Mutable {
+			names = append(names, GlobalExport(m.importedGlobals+i))
+		}
+	}
+	return names
+}
+
+// Frame weights. The engine keeps a function's frame on a stack it grows
+// without a bound of its own, so the host bounds it: every call adds its
+// function's weight, an estimate in bytes of its frame from the values it
+// can hold, and the run traps when the sum passes the budget.
+const (
+	frameBaseBytes  = 64
+	frameValueBytes = 16
+)
+
+// Weight is the stack weight of a defined function's frame: its
+// parameters, results, locals and the most operands it holds at once, each
+// of which may need a slot. The module must have passed Check.
+func (m *Module) Weight(i int) int64 {
+	t := m.Types[m.Funcs[i]]
+	values := int64(len(t.Params)+len(t.Results)+m.numLocals(i)) + int64(m.stats[i].Height)
+	return frameBaseBytes + frameValueBytes*values
+}
+
+// Instrument returns the module rewritten for the host, which keeps its
+// behaviour and bounds what it can take:
+//   - every defined function adds its Weight to a mutable i32 global,
+//     exported as StackExport, on entry, traps (unreachable) when the sum
+//     passes stackBudget, and takes it off on every way out (return, its
+//     end, a branch to its end);
+//   - every function entry and loop iteration counts a mutable i32 global,
+//     exported as FuelExport, down, and calls the imported YieldModule.YieldName
+//     when it reaches zero (the import comes after the module's own, so the
+//     module's functions move up by one index, everywhere they are named);
+//   - every mutable global the module defines is exported as
+//     GlobalExport(index), so that the host can save and restore an
+//     instance's globals.
+//
+// Custom sections (names, debugging information) are left out. The module
+// must have passed Check.
+func (m *Module) Instrument(stackBudget int64) ([]byte, error) {
+	if stackBudget < 1 || stackBudget > 1<<30 {
+		return nil, fmt.Errorf("wasmbin: stack budget %d out of range", stackBudget)
+	}
+	out := &Module{
+		Types: append([]FuncType(nil), m.Types...), Funcs: m.Funcs, Tables: m.Tables, Memories: m.Memories,
+		DataCount: m.DataCount, Data: m.Data, HasElements: m.HasElements,
+		importedGlobals: m.importedGlobals,
+	}
+	// The yield import, after the module's function imports.
+	yieldType := out.typeIndex(FuncType{})
+	k := uint32(m.importedFuncs)
+	renumber := func(f uint32) uint32 {
+		if f >= k {
+			return f + 1
+		}
+		return f
+	}
+	out.Imports = append(append([]Import(nil), m.Imports...), Import{Module: YieldModule, Name: YieldName, Kind: ExternFunc, Type: yieldType})
+	out.importedFuncs = m.importedFuncs + 1
+
+	// Globals: the module's, then the stack weight and the fuel.
+	out.Globals = append([]Global(nil), m.Globals...)
+	stack := uint32(m.NumGlobals())
+	fuel := stack + 1
+	zero := []byte{byte(opI32Const), 0, byte(opEnd)}
+	out.Globals = append(out.Globals, Global{Type: I32, Mutable: true, Init: zero}, Global{Type: I32, Mutable: true, Init: constI32Expr(YieldInterval)})
+	for i, g := range out.Globals[:len(m.Globals)] {
+		var err error
+		if out.Globals[i].Init, err = renumberExpr(g.Init, renumber); err != nil {
+			return nil, err
+		}
+	}
+
+	// Exports: the module's, renumbered, then the host's.
+	for _, e := range m.Exports {
+		if e.Kind == ExternFunc {
+			e.Index = renumber(e.Index)
+		}
+		out.Exports = append(out.Exports, e)
+	}
+	for i, g := range m.Globals {
+		if g.Mutable {
+			idx := m.importedGlobals + i
+			out.Exports = append(out.Exports, Export{Name: GlobalExport(idx), Kind: ExternGlobal, Index: uint32(idx)})
+		}
+	}
+	out.Exports = append(out.Exports, Export{Name: StackExport, Kind: ExternGlobal, Index: stack}, Export{Name: FuelExport, Kind: ExternGlobal, Index: fuel})
+	if m.Start != nil {
+		s := renumber(*m.Start)
+		out.Start = &s
+	}
+	for _, el := range m.Elements {
+		el.Funcs = append([]uint32(nil), el.Funcs...)
+		for i, f := range el.Funcs {
+			el.Funcs[i] = renumber(f)
+		}
+		exprs := make([][]byte, len(el.Exprs))
+		for i, e := range el.Exprs {
+			var err error
+			if exprs[i], err = renumberExpr(e, renumber); err != nil {
+				return nil, err
+			}
+		}
+		el.Exprs = exprs
+		out.Elements = append(out.Elements, el)
+	}
+
+	// Code.
+	g := guard{stack: stack, fuel: fuel, yield: k, budget: int32(stackBudget), renumber: renumber}
+	out.Code = make([]Body, len(m.Code))
+	for i, b := range m.Code {
+		w := m.Weight(i)
+		if w > stackBudget {
+			return nil, &LimitError{Limit: "stack weight of one frame", Max: stackBudget, Got: w, Where: m.funcName(i)}
+		}
+		code, err := g.body(b, int32(w), out.blockTypeOf(m.Types[m.Funcs[i]].Results))
+		if err != nil {
+			return nil, &Error{b.off, fmt.Errorf("%s: %v", m.funcName(i), err)}
+		}
+		out.Code[i] = Body{Locals: b.Locals, Code: code, off: b.off}
+	}
+	return out.Encode(), nil
+}
+
+// typeIndex returns the index of a function type, adding it when missing.
+func (m *Module) typeIndex(t FuncType) uint32 {
+	for i, have := range m.Types {
+		if equalTypes(have.Params, t.Params) && equalTypes(have.Results, t.Results) {
+			return uint32(i)
+		}
+	}
+	m.Types = append(m.Types, t)
+	return uint32(len(m.Types) - 1)
+}
+
+// blockTypeOf returns the encoded block type of a block that yields results,
+// adding a function type for it when there are several.
+func (m *Module) blockTypeOf(results []ValType) []byte {
+	switch len(results) {
+	case 0:
+		return []byte{0x40}
+	case 1:
+		return []byte{byte(results[0])}
+	}
+	w := &writer{}
+	w.sleb(int64(m.typeIndex(FuncType{Results: append([]ValType(nil), results...)})))
+	return w.b
+}
+
+func equalTypes(a, b []ValType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func constI32Expr(v int32) []byte {
+	w := &writer{}
+	w.byte(byte(opI32Const))
+	w.sleb(int64(v))
+	w.byte(byte(opEnd))
+	return w.b
+}
+
+// renumberExpr rewrites the function indices of ref.func in a constant
+// expression.
+func renumberExpr(expr []byte, renumber func(uint32) uint32) ([]byte, error) {
+	w := &writer{}
+	r := &reader{b: expr}
+	for !r.done() {
+		start := len(expr) - len(r.b)
+		in := readInstr(r)
+		if r.err != nil {
+			return nil, r.err
+		}
+		if in.op == opRefFunc {
+			w.byte(byte(opRefFunc))
+			w.u32(renumber(in.imm))
+			continue
+		}
+		w.raw(expr[start : len(expr)-len(r.b)])
+	}
+	return w.b, nil
+}
+
+// guard writes the instrumented bodies.
+type guard struct {
+	stack, fuel, yield uint32
+	budget             int32
+	renumber           func(uint32) uint32
+}
+
+// body wraps a body: the entry (stack weight added and checked, fuel
+// counted), then the original code in a block of the function's results (so
+// that a branch to the function's end lands before the exit), then the
+// exit; each return takes the exit first, and each loop counts fuel at the
+// start of every iteration. Function indices are renumbered.
+func (g guard) body(b Body, weight int32, blockType []byte) ([]byte, error) {
+	w := &writer{b: make([]byte, 0, len(b.Code)+64)}
+	exit := func() {
+		w.byte(byte(opGlobalGet))
+		w.u32(g.stack)
+		w.byte(byte(opI32Const))
+		w.sleb(int64(weight))
+		w.byte(byte(opI32Sub))
+		w.byte(byte(opGlobalSet))
+		w.u32(g.stack)
+	}
+	// Entry: add the weight, trap past the budget.
+	w.byte(byte(opGlobalGet))
+	w.u32(g.stack)
+	w.byte(byte(opI32Const))
+	w.sleb(int64(weight))
+	w.byte(byte(opI32Add))
+	w.byte(byte(opGlobalSet))
+	w.u32(g.stack)
+	w.byte(byte(opGlobalGet))
+	w.u32(g.stack)
+	w.byte(byte(opI32Const))
+	w.sleb(int64(g.budget))
+	w.byte(byte(opI32GtU))
+	w.byte(byte(opIf))
+	w.byte(0x40)
+	w.byte(byte(opUnreachable))
+	w.byte(byte(opEnd))
+	g.countFuel(w)
+	// The original code, in a block.
+	w.byte(byte(opBlock))
+	w.raw(blockType)
+	err := walk(b, func(in instr, depth, start, end int) error {
+		switch {
+		case in.op == opReturn:
+			exit()
+		case in.op == opEnd && depth < 0:
+			w.byte(byte(opEnd)) // the block's end
+			exit()
+		case in.op == opCall || in.op == opRefFunc:
+			w.byte(byte(in.op))
+			w.u32(g.renumber(in.imm))
+			return nil
+		}
+		w.raw(b.Code[start:end])
+		if in.op == opLoop {
+			g.countFuel(w)
+		}
+		return nil
+	})
+	return w.b, err
+}
+
+// countFuel writes: fuel -= 1; if fuel == 0 { yield(); fuel = YieldInterval }.
+func (g guard) countFuel(w *writer) {
+	w.byte(byte(opGlobalGet))
+	w.u32(g.fuel)
+	w.byte(byte(opI32Const))
+	w.sleb(1)
+	w.byte(byte(opI32Sub))
+	w.byte(byte(opGlobalSet))
+	w.u32(g.fuel)
+	w.byte(byte(opGlobalGet))
+	w.u32(g.fuel)
+	w.byte(byte(opI32Eqz))
+	w.byte(byte(opIf))
+	w.byte(0x40)
+	w.byte(byte(opCall))
+	w.u32(g.yield)
+	w.byte(byte(opI32Const))
+	w.sleb(YieldInterval)
+	w.byte(byte(opGlobalSet))
+	w.u32(g.fuel)
+	w.byte(byte(opEnd))
+}
