@@ -1,0 +1,17 @@
+package kit
+
+import "encoding/json"
+
+// The JSON codecs of the kit's types are built here, at initialization, so
+// that they are part of the state every run starts from, instead of being
+// built again by every run.
+func init() {
+	var req Request
+	json.Unmarshal([]byte(`{"arguments":{},"query":"","instance":{},"plugin_storage":{"namespaces":{"n":[{"key":"k","value":{},"revision":1}]}},"fetched":{"f":{"headers":{}}}}`), &req)
+	r := Reply("", map[string]any{"a": []any{1.0, "", true, nil, map[string]any{}}})
+	r.Do(Create("n", "k", 1), Delete("n", Item{}))
+	r.Notify(Notification{Actions: []ActionButton{{Action: Apply()}}})
+	r.Cite(Evidence{})
+	r.encode()
+	Fetching(Get("f", "")).encode()
+}
