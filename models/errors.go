@@ -65,6 +65,7 @@ const (
 	ReasonOutputTooLarge = "output_too_large" // standard output exceeded its limit
 	ReasonOutputSchema   = "output_schema"    // data breaks the capability's output_schema
 	ReasonBusy           = "busy"             // no run slot freed up before the deadline
+	ReasonCrash          = "crash"            // the engine failed while compiling or running the module; the run was contained
 )
 
 // CapabilityFailed returns a CAPABILITY_FAILED error with its reason.

@@ -84,7 +84,7 @@ func BenchmarkEchoModuleOnly(b *testing.B) {
 	cpu := wasmtest.CPUTime()
 	for range b.N {
 		begun := time.Now()
-		if _, err := e.exec(context.Background(), m, "i", stdin); err != nil {
+		if _, err := e.exec(context.Background(), m, "u", "i", stdin); err != nil {
 			b.Fatal(err)
 		}
 		ds = append(ds, time.Since(begun))
@@ -179,4 +179,26 @@ func rssKiB(b *testing.B, field string) int64 {
 	}
 	b.Skip("no " + field)
 	return 0
+}
+
+// BenchmarkReactorEcho: a run of a Go-built reactor that echoes its
+// arguments, through Run: an instance kept from the last run, restored to its
+// initialized state, called, its result read and checked.
+func BenchmarkReactorEcho(b *testing.B) {
+	e := newEngine(b, Limits{})
+	m := compileBytes(b, e, wasmtest.Reactor(b, reactors, "echo"))
+	j := job(m, models.Capability{}, `{"a":1}`)
+	e.Run(context.Background(), j) // initialize
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	cpu := wasmtest.CPUTime()
+	for range b.N {
+		begun := time.Now()
+		if _, _, err := e.Run(context.Background(), j); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(begun))
+	}
+	wasmtest.ReportCPU(b, cpu)
+	percentiles(b, ds)
 }

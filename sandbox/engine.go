@@ -1,44 +1,49 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
-	"pluginhost/models"
+	"pluginhost/wasmbin"
 )
 
-// This file is the adapter to the WebAssembly engine, wazero: the only place
-// that names its types. The rest of the host speaks of modules, runs and
-// results.
+// This file and the others of the package are the adapter to the
+// WebAssembly engine, wazero: the only place that names its types. The rest
+// of the host speaks of modules, runs and results.
 
 // Engine compiles and runs capability modules within Limits. It is safe for
 // concurrent use; Close releases it.
 type Engine struct {
-	limits Limits
-	rt     wazero.Runtime
-	cache  wazero.CompilationCache
+	limits   Limits
+	rt       wazero.Runtime
+	cache    wazero.CompilationCache
+	cacheDir string
+	tempDir  bool // cacheDir is the engine's own, removed by Close
 
-	slots chan struct{} // one per run at once, overall
+	budget   budget        // the memory of all runs at once
+	slots    chan struct{} // one per run at once, overall
+	compiles chan struct{} // one per compilation at once
 
 	mu       sync.Mutex
-	running  map[string]int // runs at once, per Instance
+	running  map[string]int // runs at once, per Instance ("i" + id) and per user ("u" + id)
 	freed    chan struct{}  // closed (and replaced) whenever a run ends
 	compiled map[[32]byte]*Module
-	pending  map[[32]byte]*compilation // compilations under way
+	codeSize int64                       // of the compiled modules kept
+	pending  map[[32]byte]*compilation   // compilations under way
+	failed   map[[32]byte]compileFailure // compilations that failed, recently
+	idle     idleList                    // initialized instances of reactors, kept between runs
 	closed   bool
 
 	life      context.Context // ends with Close: the compilations' context
@@ -56,69 +61,149 @@ type compilation struct {
 	err  error
 }
 
+// compileFailure is a compilation that failed, remembered so that a module that
+// cannot be compiled is not compiled again on every run.
+type compileFailure struct {
+	err   error
+	until time.Time
+}
+
+// failureMemory is how long a failed compilation is remembered. A module
+// refused by its structure stays refused; one that ran out of its
+// compilation budget may compile on a quieter machine.
+const failureMemory = 10 * time.Minute
+
 // Module is a compiled capability module, ready to run.
 type Module struct {
 	sum      [32]byte
 	compiled wazero.CompiledModule
-	minBytes uint64 // the memory the module declares it starts with
-	refs     int    // runs using it (under Engine.mu)
+	facts    wasmbin.Facts
+	codeSize int64 // the machine code's size
+	refs     int   // runs using it (under Engine.mu)
 	used     time.Time
+	evicted  bool // dropped from the engine; closed when its last run ends
+	// globals names the exports of the module's mutable globals, and
+	// stackBudget is the stack weight its instrumentation traps beyond.
+	globals     []string
+	stackBudget int64
+
+	// image is a reactor's state after initialization, taken from its first
+	// instance and written into every instance before each run.
+	imageOnce sync.Mutex
+	image     *image
 }
 
-// maxCompiled bounds the compiled modules kept in memory; modules not in use
-// are dropped, least recently used first, beyond it. A dropped module is
-// compiled again from the on-disk cache.
-const maxCompiled = 64
+// Kind returns how the module runs: wasmbin.KindCommand or KindReactor.
+func (m *Module) Kind() string { return m.facts.Kind }
 
-// New returns an engine. cacheDir, when not empty, keeps compiled machine
-// code between restarts (it is created if missing); limits that are zero
-// take their defaults.
+// maxCompiledBytes bounds the machine code of the modules kept compiled;
+// modules not in use are dropped, least recently used first, beyond it. A
+// dropped module is loaded again from the on-disk cache.
+const maxCompiledBytes = 256 << 20
+
+// New returns an engine. cacheDir keeps compiled machine code between
+// restarts (it is created if missing); when empty, the engine uses a
+// temporary folder of its own. Limits that are zero take their defaults.
 func New(ctx context.Context, cacheDir string, limits Limits) (*Engine, error) {
 	limits = limits.withDefaults()
 	if err := limits.check(); err != nil {
 		return nil, err
 	}
-	cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
-	var cache wazero.CompilationCache
-	if cacheDir != "" {
-		if err := os.MkdirAll(cacheDir, 0o700); err != nil {
-			return nil, fmt.Errorf("sandbox: compilation cache: %w", err)
-		}
-		c, err := wazero.NewCompilationCacheWithDir(cacheDir)
+	temp := false
+	if cacheDir == "" {
+		d, err := os.MkdirTemp("", "pluginhost-wazero-")
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: compilation cache: %w", err)
 		}
-		cache = c
-		cfg = cfg.WithCompilationCache(c)
+		cacheDir, temp = d, true
 	}
-	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	// WASI preview 1 is the only host module: standard streams, the clock and
-	// random bytes. No directory is mounted, so every file operation fails
-	// inside the module; no socket is given, so neither does the network.
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		rt.Close(ctx)
+	if err := os.MkdirAll(cacheDir, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox: compilation cache: %w", err)
+	}
+	cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: compilation cache: %w", err)
+	}
+	rt, err := newRuntime(ctx, cache)
+	if err != nil {
+		cache.Close(ctx)
 		return nil, err
 	}
 	life, stop := context.WithCancel(context.Background())
-	return &Engine{
-		limits: limits, rt: rt, cache: cache,
-		slots:   make(chan struct{}, limits.Concurrency),
-		running: map[string]int{}, freed: make(chan struct{}),
-		compiled: map[[32]byte]*Module{}, pending: map[[32]byte]*compilation{},
+	e := &Engine{
+		limits: limits, rt: rt, cache: cache, cacheDir: cacheDir, tempDir: temp,
+		slots:    make(chan struct{}, limits.Concurrency),
+		compiles: make(chan struct{}, limits.CompileConcurrency),
+		running:  map[string]int{}, freed: make(chan struct{}),
+		compiled: map[[32]byte]*Module{}, pending: map[[32]byte]*compilation{}, failed: map[[32]byte]compileFailure{},
 		life: life, stop: stop,
-	}, nil
+	}
+	e.budget.limit = limits.TotalMemoryBytes
+	e.budget.reclaim = e.reclaim
+	return e, nil
+}
+
+// newRuntime returns the runtime every compilation and run uses, in the
+// server and in the compiler's process alike, so that both agree on the
+// machine code they cache: the WebAssembly 2.0 core features (no threads,
+// no tail calls, no exceptions). The engine's own checks of a run's time,
+// which leave the machine code at every loop and call, are off: the
+// instrumentation calls yield instead, a thousand times less often.
+func newRuntime(ctx context.Context, cache wazero.CompilationCache) (wazero.Runtime, error) {
+	cfg := wazero.NewRuntimeConfig().
+		WithCoreFeatures(api.CoreFeaturesV2).
+		WithCloseOnContextDone(false).
+		WithCompilationCache(cache)
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if err := instantiateWASI(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, err
+	}
+	_, err := rt.NewHostModuleBuilder(wasmbin.YieldModule).
+		NewFunctionBuilder().WithFunc(yield).Export(wasmbin.YieldName).
+		Instantiate(ctx)
+	if err != nil {
+		rt.Close(ctx)
+		return nil, err
+	}
+	return rt, nil
+}
+
+// yield is called by a running module every wasmbin.YieldInterval loop
+// iterations and calls: it stops the run when its context is done (its
+// time is up, its output overflowed, or its caller went away), and lets the
+// goroutines waiting for a processor run, so that a long run shares the
+// processor it holds.
+func yield(ctx context.Context, mod api.Module) {
+	if err := ctx.Err(); err != nil {
+		code := uint32(sys.ExitCodeContextCanceled)
+		if errors.Is(err, context.DeadlineExceeded) {
+			code = sys.ExitCodeDeadlineExceeded
+		}
+		mod.CloseWithExitCode(ctx, code)
+		panic(sys.NewExitError(code))
+	}
+	runtime.Gosched()
 }
 
 // Limits returns the engine's limits, defaults filled in.
 func (e *Engine) Limits() Limits { return e.limits }
 
-// Close releases the engine and its compiled modules, once the
-// compilations under way are over (or ctx is done: then the runtime is left
-// to the process's end, since closing it under a compilation would crash).
+// MemoryInUse returns the bytes charged to the memory of all runs now: the
+// runs under way and the instances kept ready.
+func (e *Engine) MemoryInUse() int64 { return e.budget.Used() }
+
+// Close releases the engine and its compiled modules. Compilations under
+// way are stopped (their processes killed) and waited for; when ctx ends
+// first, the runtime is left to the process's end.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
+	idle := e.idle.takeAll()
 	e.mu.Unlock()
+	for _, in := range idle {
+		in.close()
+	}
 	e.stop()
 	over := make(chan struct{})
 	go func() {
@@ -131,18 +216,20 @@ func (e *Engine) Close(ctx context.Context) error {
 		return ctx.Err()
 	}
 	err := e.rt.Close(ctx)
-	if e.cache != nil {
-		e.cache.Close(ctx)
+	e.cache.Close(ctx)
+	if e.tempDir {
+		os.RemoveAll(e.cacheDir)
 	}
 	return err
 }
 
 // Compile checks and compiles a module, or returns the one already compiled
-// from the same bytes. A module that Check refuses, or whose code is not
-// valid, is refused. The caller must Release the module when done with it.
+// from the same bytes. A module that wasmbin.Check refuses, or whose
+// compilation fails or passes its budget, is refused with the reason. The
+// caller must Release the module when done with it.
 func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
-	if err := Check(wasm); err != nil {
-		return nil, err
+	if len(wasm) > MaxModuleBytes {
+		return nil, fmt.Errorf("the module has %d bytes; at most %d are allowed", len(wasm), MaxModuleBytes)
 	}
 	sum := sha256.Sum256(wasm)
 	for {
@@ -168,7 +255,8 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 }
 
 // ready returns the compiled module of sum, after the compilation of it
-// under way if there is one, or nil when there is neither.
+// under way if there is one, or nil when there is neither. A compilation
+// that failed recently is its error.
 func (e *Engine) ready(ctx context.Context, sum [32]byte) (*Module, error) {
 	for {
 		e.mu.Lock()
@@ -181,6 +269,13 @@ func (e *Engine) ready(ctx context.Context, sum [32]byte) (*Module, error) {
 			m.used = time.Now()
 			e.mu.Unlock()
 			return m, nil
+		}
+		if f, ok := e.failed[sum]; ok {
+			if time.Now().Before(f.until) {
+				e.mu.Unlock()
+				return nil, f.err
+			}
+			delete(e.failed, sum)
 		}
 		c, busy := e.pending[sum]
 		e.mu.Unlock()
@@ -203,10 +298,20 @@ func (e *Engine) compileInBackground(ctx context.Context, wasm []byte, sum [32]b
 	m, err := e.compile(ctx, wasm, sum)
 	e.mu.Lock()
 	delete(e.pending, sum)
-	if err == nil {
+	switch {
+	case err == nil && e.closed:
+		m.compiled.Close(context.Background())
+		err = ErrClosed
+	case err == nil:
 		m.used = time.Now()
 		e.compiled[sum] = m
-		e.evictLocked(ctx)
+		e.codeSize += m.codeSize
+		e.evictLocked()
+	case ctx.Err() == nil:
+		if len(e.failed) >= 256 {
+			clear(e.failed)
+		}
+		e.failed[sum] = compileFailure{err: err, until: time.Now().Add(failureMemory)}
 	}
 	c.err = err
 	close(c.done)
@@ -231,34 +336,45 @@ func (e *Engine) CompileStored(ctx context.Context, sumHex string, load func(con
 	return e.Compile(ctx, wasm)
 }
 
+// compile checks the module's structure, instruments it, compiles it in a
+// child process within the compilation budget (compileChild), and loads the
+// machine code the child left in the cache.
 func (e *Engine) compile(ctx context.Context, wasm []byte, sum [32]byte) (*Module, error) {
-	cm, err := e.rt.CompileModule(ctx, wasm)
+	parsed, facts, err := wasmbin.Check(wasm, e.limits.Structure)
+	if err != nil {
+		return nil, err
+	}
+	instrumented, err := parsed.Instrument(e.limits.StackBytes)
+	if err != nil {
+		return nil, err
+	}
+	size, err := e.compileInChild(ctx, instrumented)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := e.rt.CompileModule(ctx, instrumented)
 	if err != nil {
 		return nil, fmt.Errorf("not a valid WebAssembly module: %v", err)
 	}
-	m := &Module{sum: sum, compiled: cm}
-	for _, d := range cm.ExportedMemories() {
-		m.minBytes = max(m.minBytes, uint64(d.Min())*pageBytes)
-	}
-	for _, d := range cm.ImportedMemories() {
-		m.minBytes = max(m.minBytes, uint64(d.Min())*pageBytes)
-	}
-	return m, nil
+	return &Module{sum: sum, compiled: cm, facts: facts, codeSize: size,
+		globals: parsed.MutableGlobalExports(), stackBudget: e.limits.StackBytes}, nil
 }
-
-// pageBytes is the size of a WebAssembly memory page.
-const pageBytes = 64 << 10
 
 // Release says that the caller no longer uses the module.
 func (e *Engine) Release(m *Module) {
 	e.mu.Lock()
 	m.refs--
+	closeIt := m.evicted && m.refs == 0
 	e.mu.Unlock()
+	if closeIt {
+		m.compiled.Close(context.Background())
+	}
 }
 
-// evictLocked drops unused modules beyond maxCompiled, oldest use first.
-func (e *Engine) evictLocked(ctx context.Context) {
-	for len(e.compiled) > maxCompiled {
+// evictLocked drops unused modules beyond maxCompiledBytes, oldest use
+// first, with their idle instances.
+func (e *Engine) evictLocked() {
+	for e.codeSize > maxCompiledBytes {
 		var victim *Module
 		for _, m := range e.compiled {
 			if m.refs == 0 && (victim == nil || m.used.Before(victim.used)) {
@@ -269,202 +385,51 @@ func (e *Engine) evictLocked(ctx context.Context) {
 			return
 		}
 		delete(e.compiled, victim.sum)
-		victim.compiled.Close(ctx)
+		e.codeSize -= victim.codeSize
+		victim.evicted = true
+		for _, in := range e.idle.takeModule(victim) {
+			go in.close()
+		}
+		go victim.compiled.Close(context.Background())
 	}
 }
 
-// Output is what a run that ended with exit code 0 wrote.
-type Output struct {
-	Stdout []byte
-	Stderr []byte
-}
-
-// exec runs a module once, in a fresh instance that shares nothing with any
-// other run: stdin in, stdout and stderr out, within the limits. key names the
-// Instance the run is for, whose runs at once are bounded too. A failure is a
-// CAPABILITY_FAILED error with its reason; the standard error kept so far is
-// returned with it.
-func (e *Engine) exec(ctx context.Context, m *Module, key string, stdin []byte) (*Output, error) {
-	l := e.limits
-	// 1. A slot, for the Instance and overall, before the deadline.
-	release, err := e.acquire(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-
-	// 2. Memory: what the module starts with, then every growth, is bounded.
-	if m.minBytes > uint64(l.MemoryBytes) {
-		return nil, models.CapabilityFailed(models.ReasonMemory, "the module starts with %d bytes of memory; a run may use at most %d", m.minBytes, l.MemoryBytes)
-	}
-	mem := &memoryLimit{limit: uint64(l.MemoryBytes)}
-	runCtx, cancel := context.WithTimeout(ctx, l.Timeout)
-	defer cancel()
-	runCtx = experimental.WithMemoryAllocator(runCtx, mem)
-
-	// 3. Streams: standard output is bounded and the run is stopped when it
-	// overflows; the first bytes of standard error are kept.
-	stdout := &boundedWriter{max: l.OutputBytes, overflow: cancel}
-	stderr := &boundedWriter{max: l.StderrBytes}
-
-	// 4. The sandbox is what the configuration leaves out: no arguments, no
-	// environment, no file system; only the clock and random bytes.
-	cfg := wazero.NewModuleConfig().
-		WithName("").
-		WithStdin(bytes.NewReader(stdin)).
-		WithStdout(stdout).
-		WithStderr(stderr).
-		WithSysWalltime().
-		WithSysNanotime().
-		WithNanosleep(func(ns int64) { sleep(runCtx, ns) }).
-		WithRandSource(rand.Reader).
-		WithStartFunctions("_start")
-	inst, err := e.rt.InstantiateModule(runCtx, m.compiled, cfg)
-	if inst != nil {
-		inst.Close(context.Background())
-	}
-
-	// 5. How it ended, most specific cause first.
-	exitCode := uint32(0)
-	var exitErr *sys.ExitError
-	if errors.As(err, &exitErr) {
-		exitCode = exitErr.ExitCode()
-		err = nil
-	}
-	kept := stderr.buf.Bytes()
-	switch {
-	case stdout.over.Load():
-		return &Output{Stderr: kept}, models.CapabilityFailed(models.ReasonOutputTooLarge, "the module wrote more than %d bytes to standard output", l.OutputBytes)
-	case mem.exceeded.Load():
-		return &Output{Stderr: kept}, models.CapabilityFailed(models.ReasonMemory, "the module wanted more than %d bytes of memory", l.MemoryBytes)
-	case ctx.Err() != nil:
-		return &Output{Stderr: kept}, ctx.Err() // the caller went away
-	case runCtx.Err() != nil || exitCode == sys.ExitCodeDeadlineExceeded:
-		return &Output{Stderr: kept}, models.CapabilityFailed(models.ReasonTimeout, "the run did not end within %s", l.Timeout)
-	case err != nil:
-		return &Output{Stderr: kept}, models.CapabilityFailed(models.ReasonExit, "the module trapped: %v", err)
-	case exitCode != 0:
-		code := int(exitCode)
-		e := models.CapabilityFailed(models.ReasonExit, "the module exited with code %d", code)
-		e.ExitCode = &code
-		return &Output{Stderr: kept}, e
-	}
-	return &Output{Stdout: stdout.buf.Bytes(), Stderr: kept}, nil
-}
-
-// sleep is the module's sleep: it ends early when the run's context does,
-// so that a module that sleeps cannot outlive its wall time.
-func sleep(ctx context.Context, ns int64) {
-	t := time.NewTimer(time.Duration(ns))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
-// acquire takes a run slot for the Instance and one overall, waiting at most
-// QueueWait (or until the caller's deadline, if sooner) for them; when none
-// frees up by then, the run is busy.
-func (e *Engine) acquire(ctx context.Context, key string) (func(), error) {
-	wait := e.limits.QueueWait
-	if d, ok := ctx.Deadline(); ok {
-		wait = min(wait, time.Until(d)-time.Millisecond)
-	}
-	timer := time.NewTimer(max(wait, 0))
-	defer timer.Stop()
-	for {
-		e.mu.Lock()
-		if e.running[key] < e.limits.PerInstance {
-			e.running[key]++
-			e.mu.Unlock()
+// reclaim closes idle instances until n bytes are free in the budget, or
+// none is left; it reports whether any was closed.
+func (e *Engine) reclaim(n int64) bool {
+	e.mu.Lock()
+	var victims []*instance
+	for freed := int64(0); freed < n; {
+		in := e.idle.takeOldest()
+		if in == nil {
 			break
 		}
-		freed := e.freed
-		e.mu.Unlock()
-		select {
-		case <-freed:
-		case <-timer.C:
-			return nil, e.busy()
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		freed += in.charge()
+		victims = append(victims, in)
+	}
+	e.mu.Unlock()
+	for _, in := range victims {
+		in.close()
+	}
+	return len(victims) > 0
+}
+
+// instantiateWASI provides WASI preview 1, the only host module: standard
+// streams, the clock and random bytes. No directory is mounted, so every
+// file operation fails inside the module; no socket is given, so neither
+// does the network. The standard streams cannot be closed or renumbered, so
+// that an instance kept between runs keeps them.
+func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
+	b := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
+	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
+	const errnoBadf, errnoNotsup = 8, 58
+	b.NewFunctionBuilder().WithFunc(func(fd uint32) uint32 {
+		if fd <= 2 {
+			return 0 // the host keeps its streams open
 		}
-	}
-	releaseKey := func() {
-		e.mu.Lock()
-		if e.running[key]--; e.running[key] == 0 {
-			delete(e.running, key)
-		}
-		close(e.freed)
-		e.freed = make(chan struct{})
-		e.mu.Unlock()
-	}
-	select {
-	case e.slots <- struct{}{}:
-	case <-timer.C:
-		releaseKey()
-		return nil, e.busy()
-	case <-ctx.Done():
-		releaseKey()
-		return nil, ctx.Err()
-	}
-	return func() { <-e.slots; releaseKey() }, nil
-}
-
-// busy is the error of a run that found no slot within QueueWait.
-func (e *Engine) busy() error {
-	return models.CapabilityFailed(models.ReasonBusy, "no run slot freed up within %s (%d runs at once overall, %d per Instance)", e.limits.QueueWait, e.limits.Concurrency, e.limits.PerInstance)
-}
-
-// memoryLimit backs a run's linear memory and refuses to grow it past the
-// limit; it remembers that it refused, so that the failure has its reason.
-type memoryLimit struct {
-	limit    uint64
-	buf      []byte
-	exceeded atomic.Bool
-}
-
-func (m *memoryLimit) Allocate(capacity, _ uint64) experimental.LinearMemory {
-	m.buf = make([]byte, 0, min(capacity, m.limit))
-	return m
-}
-
-func (m *memoryLimit) Reallocate(size uint64) []byte {
-	if size > m.limit {
-		m.exceeded.Store(true)
-		return nil
-	}
-	if size <= uint64(cap(m.buf)) {
-		m.buf = m.buf[:size]
-		return m.buf
-	}
-	grown := make([]byte, size, min(max(size, 2*uint64(cap(m.buf))), m.limit))
-	copy(grown, m.buf)
-	m.buf = grown
-	return m.buf
-}
-
-func (m *memoryLimit) Free() { m.buf = nil }
-
-// boundedWriter keeps at most max bytes. Past it, it records the overflow
-// and calls overflow (if set) once; it never fails a write, so that a module
-// is stopped by the host rather than by an error it might ignore.
-type boundedWriter struct {
-	max      int
-	buf      bytes.Buffer
-	over     atomic.Bool
-	overflow func()
-}
-
-func (w *boundedWriter) Write(p []byte) (int, error) {
-	room := w.max - w.buf.Len()
-	if len(p) > room {
-		w.buf.Write(p[:max(room, 0)])
-		if !w.over.Swap(true) && w.overflow != nil {
-			w.overflow()
-		}
-		return len(p), nil
-	}
-	w.buf.Write(p)
-	return len(p), nil
+		return errnoBadf
+	}).Export("fd_close")
+	b.NewFunctionBuilder().WithFunc(func(from, to uint32) uint32 { return errnoNotsup }).Export("fd_renumber")
+	_, err := b.Instantiate(ctx)
+	return err
 }

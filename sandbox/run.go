@@ -1,10 +1,17 @@
-// Package sandbox runs a plugin's capability: its WebAssembly module (a WASI
-// preview 1 command module) in a fresh instance that sees nothing of the host
-// but its standard streams, the clock and random bytes, within limits of wall
-// time, memory, output and runs at once. Run holds the whole path of one run,
-// in order, from the request to a checked result; it knows nothing of
-// databases, so that the server and `pluginhost run` share it. Applying the
-// result's host actions is the caller's.
+// Package sandbox runs a plugin's capability: its WebAssembly module, in an
+// instance that sees nothing of the host but its standard streams, the clock
+// and random bytes, within limits of wall time, memory (linear memory,
+// tables, call stack), output and runs at once. A module is a WASI preview 1
+// command (a fresh instance each run) or a reactor (an instance restored to
+// its initialized state before each run, so that every run starts from the
+// same state at a fraction of the cost). Modules are checked by their
+// structure (package wasmbin) and compiled in a child process within a
+// budget of time and memory, so that no module can take the server down.
+//
+// Run holds the whole path of one run, in order, from the request to a
+// checked result; it knows nothing of databases, so that the server and
+// `pluginhost run` share it. Applying the result's host actions is the
+// caller's.
 package sandbox
 
 import (
@@ -64,6 +71,9 @@ type Job struct {
 	Module *Module
 	// Request is what the module reads; Request.Arguments nil is {}.
 	Request Request
+	// User is whose run it is, for the bound on one user's runs at once;
+	// empty for a run of no user (pluginhost run).
+	User string
 }
 
 // Result is a run that succeeded: the module's ExtensionResult, checked.
@@ -109,7 +119,7 @@ func (e *Engine) Run(ctx context.Context, job Job) (*Result, Report, error) {
 
 	// 3. The module, in a fresh instance, within the limits.
 	begun := time.Now()
-	out, err := e.exec(ctx, job.Module, req.Instance.ID, stdin)
+	out, err := e.exec(ctx, job.Module, job.User, req.Instance.ID, stdin)
 	rep.Duration = time.Since(begun)
 	if out != nil {
 		rep.Stderr = out.Stderr

@@ -1,0 +1,165 @@
+package sandbox
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"pluginhost/internal/wasmtest"
+	"pluginhost/models"
+	"pluginhost/wasmbin"
+)
+
+// Every way a module can take more than a run may have is refused at
+// compile, naming the bound, or stops its run with reason memory or
+// timeout; none answers anything else, and none takes the process down.
+func TestHostileModules(t *testing.T) {
+	const memLimit = 64 << 20
+	pages := uint64(memLimit / wasmbin.PageBytes)
+	e := newEngine(t, Limits{Timeout: 2 * time.Second, MemoryBytes: memLimit})
+	for _, tt := range []struct {
+		name   string
+		wasm   []byte
+		refuse string // a part of the compile error; empty: it compiles
+		reason string // the run's reason, when it compiles
+	}{
+		{"memory at the limit, not exported", wasmtest.BigMemory(pages, false), "", models.ReasonBadOutput},
+		{"memory one page past the limit, not exported", wasmtest.BigMemory(pages+1, false), "memory an instance starts with", ""},
+		{"memory one page past the limit, exported", wasmtest.BigMemory(pages+1, true), "memory an instance starts with", ""},
+		{"memory of 4 GiB, not exported", wasmtest.BigMemory(65536, false), "memory an instance starts with", ""},
+		{"memory grown page by page", wasmtest.MemoryGrowLoop(), "", models.ReasonMemory},
+		{"table grown without a maximum", wasmtest.TableGrowLoop(0, false), "declare a maximum", ""},
+		{"table grown to a maximum past the limit", wasmtest.TableGrowLoop(wasmbin.DefaultMaxTableElements+1, true), "elements the tables may hold", ""},
+		{"table grown to a maximum at the limit", wasmtest.TableGrowLoop(wasmbin.DefaultMaxTableElements, true), "", models.ReasonTimeout},
+		{"endless recursion", wasmtest.Recursion(), "", models.ReasonMemory},
+		{"blocks nested at the limit", wasmtest.NestedBlocks(wasmbin.DefaultMaxNesting), "", models.ReasonBadOutput},
+		{"blocks nested past the limit", wasmtest.NestedBlocks(wasmbin.DefaultMaxNesting + 1), "nesting of blocks", ""},
+		{"locals live across blocks (compile bomb)", wasmtest.LiveLocals(1000, 1000), "locals times blocks", ""},
+		{"80 KB of nested blocks (compile bomb)", wasmtest.NestedBlocks(80 << 10 / 6), "nesting of blocks", ""},
+		{"a trap", wasmtest.Trap(), "", models.ReasonExit},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := e.Compile(context.Background(), tt.wasm)
+			if tt.refuse != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.refuse) {
+					t.Fatalf("compile: got %v, want a refusal naming %q", err, tt.refuse)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("compile: %v", err)
+			}
+			defer e.Release(m)
+			_, _, err = e.Run(context.Background(), job(m, models.Capability{}, `{}`))
+			if f := failure(t, err); f.Reason != tt.reason {
+				t.Fatalf("run: got %v (reason %q), want reason %q", err, f.Reason, tt.reason)
+			}
+			if e.MemoryInUse() != 0 {
+				t.Errorf("after the run, %d bytes are still charged to the memory of all runs", e.MemoryInUse())
+			}
+		})
+	}
+}
+
+// The memory of all runs is bounded: a run that would take more than what
+// other runs leave of it fails with reason memory (naming the other runs),
+// and what runs held is given back when they end.
+func TestMemoryOfAllRuns(t *testing.T) {
+	const limit = 64 << 20
+	e := newEngine(t, Limits{Timeout: 3 * time.Second, MemoryBytes: limit, TotalMemoryBytes: limit + limit/2 + stackReserve(Limits{StackBytes: DefaultStackBytes})*2,
+		PerUser: 4})
+	m := compileBytes(t, e, wasmtest.MemoryGrowLoop())
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j := job(m, models.Capability{}, `{}`)
+			j.Request.Instance.ID = []string{"a", "b"}[i]
+			_, _, errs[i] = e.Run(context.Background(), j)
+		}()
+	}
+	wg.Wait()
+	starved := 0
+	for _, err := range errs {
+		f := failure(t, err)
+		if f.Reason != models.ReasonMemory {
+			t.Fatalf("got %v, want reason memory", err)
+		}
+		if strings.Contains(f.Message, "in use by other runs") {
+			starved++
+		}
+	}
+	if starved == 0 {
+		t.Errorf("two runs of %d bytes each fit in %d bytes: %v", limit, e.Limits().TotalMemoryBytes, errs)
+	}
+	if e.MemoryInUse() != 0 {
+		t.Errorf("after the runs, %d bytes are still charged", e.MemoryInUse())
+	}
+}
+
+// Compilation is bounded in time and memory: a module that passes the
+// structural limits but costs more than the budget to compile is refused,
+// naming the budget, and the server's process is untouched.
+func TestCompileBudget(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		limits Limits
+		wasm   []byte
+		want   string
+	}{
+		{"time", Limits{CompileTimeout: 50 * time.Millisecond}, wasmtest.ManyBlockFunctions(40, 4000), "compilation time budget"},
+		{"memory", Limits{CompileMemoryBytes: 24 << 20}, wasmtest.ManyBlockFunctions(4, 4000), "compilation memory budget"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := New(context.Background(), t.TempDir(), tt.limits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close(context.Background())
+			_, err = e.Compile(context.Background(), tt.wasm)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want a refusal naming the %s", err, tt.want)
+			}
+			// The refusal is remembered: the module is not compiled again.
+			if _, again := e.Compile(context.Background(), tt.wasm); again == nil || again.Error() != err.Error() {
+				t.Fatalf("compiled again: %v", again)
+			}
+		})
+	}
+}
+
+// Closing the engine stops a compilation under way at once (its process is
+// killed) rather than waiting for it.
+func TestCloseStopsCompilation(t *testing.T) {
+	e, err := New(context.Background(), t.TempDir(), Limits{CompileTimeout: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	e.Compile(gone, wasmtest.ManyBlockFunctions(400, 4000)) // minutes of work
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close(context.Background()) }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close waited for a compilation of minutes")
+	}
+}
+
+func compileBytes(t testing.TB, e *Engine, wasm []byte) *Module {
+	t.Helper()
+	m, err := e.Compile(context.Background(), wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Release(m) })
+	return m
+}

@@ -1,0 +1,243 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"pluginhost/wasmbin"
+)
+
+// instance is one instance of a module: a fresh one for each run of a
+// command, or an initialized one kept between runs of a reactor, restored to
+// its initialized state (its image) before each run.
+type instance struct {
+	m      *Module
+	mod    api.Module
+	mem    *linearMemory // nil when the module has no memory
+	io     *stdio
+	entry  api.Function // _start of a command, RunExport of a reactor
+	stack  api.MutableGlobal
+	fixed  int64 // tables and globals, charged to the budget while the instance lives
+	budget *budget
+	used   time.Time
+}
+
+// stdio is an instance's standard streams and the context of the run
+// under way, set anew for each run.
+type stdio struct {
+	in       bytes.Reader
+	out, err *boundedWriter
+	ctx      context.Context
+}
+
+type stdinOf struct{ s *stdio }
+type stdoutOf struct{ s *stdio }
+type stderrOf struct{ s *stdio }
+
+func (r stdinOf) Read(p []byte) (int, error)   { return r.s.in.Read(p) }
+func (w stdoutOf) Write(p []byte) (int, error) { return w.s.out.Write(p) }
+func (w stderrOf) Write(p []byte) (int, error) { return w.s.err.Write(p) }
+
+// bytes returns what the writer kept; a nil writer kept nothing.
+
+// image is a reactor's state after initialization: its memory and the
+// values of its mutable globals (by export name).
+type image struct {
+	memory  []byte
+	globals map[string]uint64
+}
+
+// fixedBytes is what an instance of the module holds beyond its linear
+// memory: its tables at their largest, and the engine's own records of the
+// instance (about 64 bytes a function, and a few pages).
+func fixedBytes(f wasmbin.Facts) int64 {
+	const refBytes, funcBytes, baseBytes = 8, 64, 64 << 10
+	return f.TableElements*refBytes + int64(f.Functions)*funcBytes + baseBytes
+}
+
+// newInstance instantiates the module, with its memory bounded by limit and
+// charged to the budget, and nothing of the host but WASI preview 1 on the
+// given streams: no arguments, no environment, no file system; only the
+// clock and random bytes. Nothing runs yet.
+func (e *Engine) newInstance(ctx context.Context, m *Module) (in *instance, err error) {
+	in = &instance{m: m, io: &stdio{}, fixed: fixedBytes(m.facts), budget: &e.budget}
+	if m.facts.MemoryBytes+in.fixed > e.limits.TotalMemoryBytes || !e.budget.take(in.fixed) {
+		return nil, starved(e.limits)
+	}
+	alloc := &memoryAllocator{limit: uint64(e.limits.MemoryBytes), budget: &e.budget}
+	ctx = experimental.WithMemoryAllocator(ctx, alloc)
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStdin(stdinOf{in.io}).
+		WithStdout(stdoutOf{in.io}).
+		WithStderr(stderrOf{in.io}).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithNanosleep(func(ns int64) { sleep(in.io.ctx, ns) }).
+		WithRandSource(randReader{}).
+		WithStartFunctions() // the run calls its entry itself
+	defer func() {
+		if p := recover(); p != nil {
+			err = crashed("instantiating the module", p)
+		}
+		if err != nil {
+			if alloc.mem != nil && (alloc.mem.starved.Load() || alloc.mem.exceeded.Load()) {
+				err = memoryError(e.limits, alloc.mem)
+			}
+			if in.mod != nil {
+				in.mod.Close(context.Background())
+			} else if alloc.mem != nil {
+				alloc.mem.Free()
+			}
+			e.budget.give(in.fixed)
+		}
+	}()
+	in.mod, err = e.rt.InstantiateModule(ctx, m.compiled, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the module cannot be instantiated: %v", err)
+	}
+	in.mem = alloc.mem
+	name := "_start"
+	if m.facts.Kind == wasmbin.KindReactor {
+		name = wasmbin.RunExport
+	}
+	in.entry = in.mod.ExportedFunction(name)
+	in.stack, _ = in.mod.ExportedGlobal(wasmbin.StackExport).(api.MutableGlobal)
+	if in.entry == nil || in.stack == nil {
+		return nil, fmt.Errorf("the module lacks %s or the host's instrumentation", name)
+	}
+	return in, nil
+}
+
+// charge returns what the instance holds of the budget.
+func (in *instance) charge() int64 {
+	n := in.fixed
+	if in.mem != nil {
+		n += in.mem.chargeNow()
+	}
+	return n
+}
+
+// close closes the instance and gives its memory back.
+func (in *instance) close() {
+	in.mod.Close(context.Background()) // frees the linear memory
+	in.budget.give(in.fixed)
+}
+
+// call runs fn of the instance on its streams, within ctx, and reports a
+// panic of the engine as an error instead of taking the process down.
+func (in *instance) call(ctx context.Context, fn api.Function) (err error) {
+	if in.mem != nil {
+		defer in.mem.use()()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = crashed("running the module", p)
+		}
+	}()
+	_, err = fn.Call(ctx)
+	return err
+}
+
+// takeImage saves a reactor instance's state after initialization.
+func (in *instance) takeImage() *image {
+	img := &image{globals: map[string]uint64{}}
+	if in.mem != nil {
+		img.memory = bytes.Clone(in.mem.bytes())
+	}
+	for _, name := range in.m.globals {
+		if g, ok := in.mod.ExportedGlobal(name).(api.MutableGlobal); ok {
+			img.globals[name] = g.Get()
+		}
+	}
+	return img
+}
+
+// restore writes the image back into the instance: its memory and globals
+// as they were after initialization, and an empty stack. It reports false
+// when the instance cannot hold the image (its memory grew, or is smaller:
+// then it is grown first).
+func (in *instance) restore(img *image) bool {
+	if in.mem != nil {
+		cur := in.mod.Memory()
+		size := uint64(cur.Size())
+		want := uint64(len(img.memory))
+		if size > want {
+			return false // memory never shrinks: the instance is closed
+		}
+		if size < want {
+			if _, ok := cur.Grow(uint32((want - size) / wasmbin.PageBytes)); !ok {
+				return false
+			}
+		}
+		copy(in.mem.bytes(), img.memory)
+	}
+	for name, v := range img.globals {
+		if g, ok := in.mod.ExportedGlobal(name).(api.MutableGlobal); ok {
+			g.Set(v)
+		}
+	}
+	in.stack.Set(0)
+	return true
+}
+
+// idleList keeps the instances of reactors that are ready for a run, most
+// recently used last. It is guarded by Engine.mu.
+type idleList struct {
+	items []*instance
+	bytes int64
+}
+
+func (l *idleList) push(in *instance) {
+	in.used = time.Now()
+	l.items = append(l.items, in)
+	l.bytes += in.charge()
+}
+
+// take returns an idle instance of m, the most recently used.
+func (l *idleList) take(m *Module) *instance {
+	for i := len(l.items) - 1; i >= 0; i-- {
+		if in := l.items[i]; in.m == m {
+			l.remove(i)
+			return in
+		}
+	}
+	return nil
+}
+
+func (l *idleList) takeOldest() *instance {
+	if len(l.items) == 0 {
+		return nil
+	}
+	in := l.items[0]
+	l.remove(0)
+	return in
+}
+
+func (l *idleList) takeModule(m *Module) []*instance {
+	var out []*instance
+	for i := len(l.items) - 1; i >= 0; i-- {
+		if in := l.items[i]; in.m == m {
+			l.remove(i)
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+func (l *idleList) takeAll() []*instance {
+	out := l.items
+	l.items, l.bytes = nil, 0
+	return out
+}
+
+func (l *idleList) remove(i int) {
+	l.bytes -= l.items[i].charge()
+	l.items = append(l.items[:i], l.items[i+1:]...)
+}

@@ -1,0 +1,89 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	"pluginhost/internal/wasmtest"
+	"pluginhost/models"
+	"pluginhost/wasmbin"
+)
+
+const reactors = "testdata/reactors"
+
+// A reactor's instance is kept between runs and restored to its state after
+// initialization before each: a module that counts its runs in a global and
+// in its heap sees 1 every time, and nothing of another Instance's run,
+// whether runs follow each other or overlap.
+func TestReactorFreshState(t *testing.T) {
+	e := newEngine(t, Limits{PerUser: 4})
+	m := compileBytes(t, e, wasmtest.Reactor(t, reactors, "counter"))
+	if m.Kind() != wasmbin.KindReactor {
+		t.Fatalf("the module is a %s", m.Kind())
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 16 {
+				j := job(m, models.Capability{}, `{}`)
+				j.Request.Instance.ID = fmt.Sprintf("inst_%d_%d", w, i)
+				res, _, err := e.Run(context.Background(), j)
+				if err != nil {
+					errs <- err
+					return
+				}
+				var got struct {
+					Runs   int      `json:"runs"`
+					Others []string `json:"others"`
+				}
+				json.Unmarshal(res.Data, &got)
+				if got.Runs != 1 || len(got.Others) != 0 {
+					errs <- fmt.Errorf("run %d of worker %d saw %d runs and Instances %v", i, w, got.Runs, got.Others)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	e.mu.Lock()
+	idle := len(e.idle.items)
+	e.mu.Unlock()
+	if idle == 0 {
+		t.Error("no instance was kept for the next run")
+	}
+}
+
+// A failed run of a reactor does not leave its instance for the next one.
+func TestReactorFailureDropsInstance(t *testing.T) {
+	e := newEngine(t, Limits{})
+	m := compileBytes(t, e, wasmtest.Reactor(t, reactors, "echo"))
+	if _, _, err := e.Run(context.Background(), job(m, models.Capability{}, `{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	// An output past the limit stops the run: its instance is closed.
+	e2 := newEngine(t, Limits{OutputBytes: 64})
+	m2 := compileBytes(t, e2, wasmtest.Reactor(t, reactors, "echo"))
+	_, _, err := e2.Run(context.Background(), job(m2, models.Capability{}, `{"s":"`+string(make([]byte, 0))+`aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}`))
+	if f := failure(t, err); f.Reason != models.ReasonOutputTooLarge {
+		t.Fatalf("got %v", err)
+	}
+	e2.mu.Lock()
+	idle := len(e2.idle.items)
+	e2.mu.Unlock()
+	if idle != 0 {
+		t.Errorf("%d instances kept after a failed run", idle)
+	}
+	if _, _, err := e2.Run(context.Background(), job(m2, models.Capability{}, `{"a":1}`)); err != nil {
+		t.Fatalf("the run after a failed one: %v", err)
+	}
+}
