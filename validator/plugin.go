@@ -3,12 +3,14 @@ package validator
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 
+	"pluginhost/bundle"
 	"pluginhost/jsonschema"
 	"pluginhost/models"
-	"pluginhost/sandbox"
+	"pluginhost/wasmbin"
 )
 
 // Problem codes of plugin folders.
@@ -19,6 +21,17 @@ const (
 
 // ManifestFile is the name of the manifest in a plugin folder.
 const ManifestFile = "manifest.json"
+
+// checkModule checks a capability module as the host does at install: its
+// size, its structure against the host's default limits, and what it
+// imports and exports.
+func checkModule(wasm []byte) error {
+	if len(wasm) > bundle.MaxModuleBytes {
+		return fmt.Errorf("the module has %d bytes; at most %d are allowed", len(wasm), bundle.MaxModuleBytes)
+	}
+	_, _, err := wasmbin.Check(wasm, wasmbin.Limits{})
+	return err
+}
 
 // CheckPlugin validates a whole plugin folder, given as file path (relative,
 // with forward slashes) to content: manifest.json and the UI configs under
@@ -85,7 +98,7 @@ func CheckPlugin(files map[string][]byte) (*models.Manifest, *Report) {
 		}
 		err, done := checked[cp.Module]
 		if !done {
-			err = sandbox.Check(wasm)
+			err = checkModule(wasm)
 			checked[cp.Module] = err
 		}
 		if err != nil {
