@@ -123,6 +123,7 @@ type config struct {
 	wsInitTimeout  time.Duration
 	redis          string
 	runLimits      sandbox.Limits
+	compileCache   string
 	background     bool
 	shutdownGrace  time.Duration
 	shutdownDelay  time.Duration
@@ -177,7 +178,23 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 		}
 		log.Info("change events cross replicas through Redis", "redis", relay.Redact(cfg.redis))
 	}
-	life := &lifecycle.Service{DB: db, Bus: bus, Storage: store, Log: log, TrustedKeys: trusted}
+	// Plugin capabilities: compiled once into the data folder's cache, run in
+	// the sandbox, on demand and on their schedules.
+	cache := cfg.compileCache
+	if cache == "" {
+		cache = filepath.Join(cfg.dataDir, "wazero-cache")
+	}
+	engine, err := sandbox.New(ctx, cache, cfg.runLimits)
+	if err != nil {
+		if rl != nil {
+			rl.Close()
+		}
+		store.Close()
+		db.Close()
+		return nil, err
+	}
+	runs := &capability.Service{DB: db, Storage: store, Engine: engine, Log: log}
+	life := &lifecycle.Service{DB: db, Bus: bus, Storage: store, Log: log, TrustedKeys: trusted, Modules: runs}
 	ai := &aitools.Service{DB: db, Storage: store, Handles: handles}
 	ext := &extensions.Service{DB: db, Handles: responseHandles}
 	hub := &live.Hub{Bus: bus, Storage: store, MaxPerConnection: cfg.maxSubsPerConn, MaxPerUser: cfg.maxSubsPerUser, Log: log}
@@ -188,18 +205,6 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 	if cfg.wsInitTimeout > 0 {
 		sockets.InitTimeout = cfg.wsInitTimeout
 	}
-	// Plugin capabilities: compiled once into the data folder's cache, run in
-	// the sandbox, on demand and on their schedules.
-	engine, err := sandbox.New(ctx, filepath.Join(cfg.dataDir, "wazero-cache"), cfg.runLimits)
-	if err != nil {
-		if rl != nil {
-			rl.Close()
-		}
-		store.Close()
-		db.Close()
-		return nil, err
-	}
-	runs := &capability.Service{DB: db, Storage: store, Engine: engine, Log: log}
 	ai.Capabilities = runs
 	sched := &schedule.Scheduler{DB: db, Runner: runs, Log: log}
 	gql := httpapi.NewGraphQL(&resolvers.Resolver{Auth: authSvc, Lifecycle: life, Storage: store, AI: ai, UI: ext, Live: hub, Log: log,
@@ -270,6 +275,8 @@ func serveCommand() cli.Command {
 			initTimeout := fs.Duration("ws-init-timeout", "PLUGINHOST_WS_INIT_TIMEOUT", httpapi.DefaultInitTimeout,
 				100*time.Millisecond, 10*time.Minute, "how long a websocket client has to send connection_init")
 			runLimits := cli.SandboxFlags(fs)
+			compileCache := fs.String("compile-cache", "PLUGINHOST_COMPILE_CACHE", "",
+				"folder of compiled capability modules (default: wazero-cache in --data-dir); replicas on one machine may share it")
 			background := fs.Bool("background", "PLUGINHOST_BACKGROUND", true, "run scheduled background capabilities on this replica")
 			grace := fs.Duration("shutdown-grace", "PLUGINHOST_SHUTDOWN_GRACE", DefaultShutdownGrace, 0, time.Hour,
 				"on SIGTERM, how long requests under way may take to finish before they are cut")
@@ -279,7 +286,7 @@ func serveCommand() cli.Command {
 			return func(ctx context.Context, out cli.IO, args []string) error {
 				return serve(ctx, config{dsn: *dsn, dataDir: *dataDir, trustedKeys: *trustedKeys, playground: *play,
 					maxSubsPerConn: *perConn, maxSubsPerUser: *perUser, wsInitTimeout: *initTimeout, redis: *redis,
-					runLimits: runLimits(), background: *background, shutdownGrace: *grace, shutdownDelay: *delay, limits: limits()},
+					runLimits: runLimits(), compileCache: *compileCache, background: *background, shutdownGrace: *grace, shutdownDelay: *delay, limits: limits()},
 					*addr, newLogger(out.Stderr, *level, *format))
 			}
 		},

@@ -343,3 +343,35 @@ func runsByOutcome(t *testing.T) map[string]float64 {
 	}
 	return out
 }
+
+// A package whose module passes the structural limits but not its
+// compilation budget is refused at install, naming the budget; one beyond a
+// structural limit is refused naming the limit; nothing of either is
+// installed.
+func TestInstallCompilesModules(t *testing.T) {
+	env := fixture.New(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
+	env.Capabilities(t, sandbox.Limits{CompileTimeout: 50 * time.Millisecond})
+	user := env.User(t, "alice")
+	for _, tt := range []struct {
+		name string
+		wasm []byte
+		want string
+	}{
+		{"past the compilation budget", wasmtest.ManyBlockFunctions(40, 4000), "compilation time budget"},
+		{"past a structural limit", wasmtest.LiveLocals(1000, 1000), "locals times blocks of a function"},
+		{"starting with too much memory", wasmtest.BigMemory(2000, false), "memory an instance starts with"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := fixture.Manifest("com.example.bomb", fixture.NS("notes", 1024))
+			m["capabilities"] = []any{map[string]any{"id": "bomb.run", "kind": "tool", "description": "bomb", "module": "capabilities/bomb.wasm"}}
+			_, err := env.Life.Install(context.Background(), user, env.Package(t, m, map[string][]byte{"capabilities/bomb.wasm": tt.wasm}))
+			if models.ErrorCode(err) != models.ErrPackageRejected || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want PACKAGE_REJECTED naming %q", err, tt.want)
+			}
+			list, err := env.Life.Installations(context.Background(), user)
+			if err != nil || len(list) != 0 {
+				t.Fatalf("installed anyway: %v %v", list, err)
+			}
+		})
+	}
+}

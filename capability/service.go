@@ -318,6 +318,27 @@ func (s *Service) module(ctx context.Context, t *target) (*sandbox.Module, error
 	return mod, nil
 }
 
+// InstallCompileWait is how long an install waits for its modules to
+// compile; past it the install goes on and so does the compilation.
+const InstallCompileWait = 20 * time.Second
+
+// CompileModule compiles a module for an install (lifecycle.ModuleCompiler):
+// a module the engine refuses is an error; one still compiling after
+// InstallCompileWait is not, and its compilation goes on.
+func (s *Service) CompileModule(ctx context.Context, wasm []byte) error {
+	wait, cancel := context.WithTimeout(ctx, InstallCompileWait)
+	defer cancel()
+	mod, err := s.Engine.Compile(wait, wasm)
+	if err == nil {
+		s.Engine.Release(mod)
+		return nil
+	}
+	if wait.Err() != nil && ctx.Err() == nil {
+		return nil
+	}
+	return err
+}
+
 // Scheduled lists the background capabilities of a manifest that run on a
 // schedule.
 func Scheduled(m *models.Manifest) []models.Capability {

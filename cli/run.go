@@ -23,14 +23,31 @@ func SandboxFlags(fs *FlagSet) func() sandbox.Limits {
 	queueWait := fs.Duration("run-queue-wait", "PLUGINHOST_RUN_QUEUE_WAIT", sandbox.DefaultQueueWait, time.Millisecond, 5*time.Minute,
 		"how long a run waits for a slot when the runs at once are at their bound; past it the run is busy")
 	memory := fs.Int("run-memory-mib", "PLUGINHOST_RUN_MEMORY_MIB", sandbox.DefaultMemoryBytes>>20, 1, 4096, "memory of one capability run, in MiB")
+	stack := fs.Int("run-stack-kib", "PLUGINHOST_RUN_STACK_KIB", sandbox.DefaultStackBytes>>10, 4, 1<<20,
+		"call stack of one capability run (the weight of its frames under way), in KiB")
+	total := fs.Int("run-memory-total-mib", "PLUGINHOST_RUN_MEMORY_TOTAL_MIB", sandbox.DefaultTotalMemoryBytes>>20, 1, 1<<20,
+		"memory of all capability runs at once (memories, tables, stacks, instances kept ready), in MiB")
+	ready := fs.Int("run-ready-mib", "PLUGINHOST_RUN_READY_MIB", sandbox.DefaultReadyBytes>>20, 0, 1<<20,
+		"memory of the initialized reactor instances kept between runs, in MiB (part of the total)")
 	output := fs.Int("run-output-kib", "PLUGINHOST_RUN_OUTPUT_KIB", sandbox.DefaultOutputBytes>>10, 1, 64<<10, "standard output of one capability run, in KiB")
 	stderr := fs.Int("run-stderr-kib", "PLUGINHOST_RUN_STDERR_KIB", sandbox.DefaultStderrBytes>>10, 1, 1024, "standard error kept of one capability run, in KiB")
 	overall := fs.Int("run-concurrency", "PLUGINHOST_RUN_CONCURRENCY", sandbox.DefaultConcurrency, 1, 4096, "capability runs at once, overall")
 	perInstance := fs.Int("run-concurrency-per-instance", "PLUGINHOST_RUN_CONCURRENCY_PER_INSTANCE", sandbox.DefaultPerInstance, 1, 4096, "capability runs at once of one Instance")
+	perUser := fs.Int("run-concurrency-per-user", "PLUGINHOST_RUN_CONCURRENCY_PER_USER", sandbox.DefaultPerUser(), 1, 4096,
+		"capability runs at once of one user (default: half the processors)")
+	compileTimeout := fs.Duration("compile-timeout", "PLUGINHOST_COMPILE_TIMEOUT", sandbox.DefaultCompileTimeout, 100*time.Millisecond, time.Hour,
+		"time one module's compilation may take")
+	compileMemory := fs.Int("compile-memory-mib", "PLUGINHOST_COMPILE_MEMORY_MIB", sandbox.DefaultCompileMemoryBytes>>20, 16, 1<<20,
+		"memory one module's compilation may take, in MiB")
+	compiles := fs.Int("compile-concurrency", "PLUGINHOST_COMPILE_CONCURRENCY", sandbox.DefaultCompileConcurrency(), 1, 256,
+		"compilations at once (default: half the processors)")
 	return func() sandbox.Limits {
 		return sandbox.Limits{
-			Timeout: *timeout, QueueWait: *queueWait, MemoryBytes: int64(*memory) << 20, OutputBytes: *output << 10, StderrBytes: *stderr << 10,
-			Concurrency: *overall, PerInstance: *perInstance,
+			Timeout: *timeout, QueueWait: *queueWait, MemoryBytes: int64(*memory) << 20, StackBytes: int64(*stack) << 10,
+			TotalMemoryBytes: int64(*total) << 20, ReadyBytes: int64(*ready) << 20,
+			OutputBytes: *output << 10, StderrBytes: *stderr << 10,
+			Concurrency: *overall, PerInstance: *perInstance, PerUser: *perUser,
+			CompileTimeout: *compileTimeout, CompileMemoryBytes: int64(*compileMemory) << 20, CompileConcurrency: *compiles,
 		}
 	}
 }

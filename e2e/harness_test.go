@@ -45,6 +45,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build pluginhost:", err)
 		os.Exit(2)
 	}
+	// Every server of the tests shares one compilation cache, so that a
+	// module is compiled once, as replicas of one machine may share it.
+	os.Setenv("PLUGINHOST_COMPILE_CACHE", filepath.Join(dir, "wazero-cache"))
 	code := m.Run()
 	browser.CloseShared()
 	os.RemoveAll(dir)

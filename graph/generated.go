@@ -93,6 +93,7 @@ type ComplexityRoot struct {
 		LastOutcome     func(childComplexity int) int
 		LastRunAt       func(childComplexity int) int
 		NextRunAt       func(childComplexity int) int
+		QuarantinedAt   func(childComplexity int) int
 		ScheduleSeconds func(childComplexity int) int
 	}
 
@@ -179,6 +180,7 @@ type ComplexityRoot struct {
 		InstallPlugin         func(childComplexity int, packageArg string) int
 		Invoke                func(childComplexity int, instanceID string, capability string, arguments models.JSON, query *string, generation *int) int
 		ResetInstanceStorage  func(childComplexity int, instanceID string) int
+		ResumeBackgroundRun   func(childComplexity int, instanceID string, capability string) int
 		RevokeAccessToken     func(childComplexity int, id string) int
 		SaveEntity            func(childComplexity int, instanceID string, key *string, entity SavedEntityInput) int
 		SelectResponseUI      func(childComplexity int, handle string, messageID string, capability string, arguments models.JSON, result models.JSON) int
@@ -343,6 +345,7 @@ type MutationResolver interface {
 	RevokeAccessToken(ctx context.Context, id string) (*AccessToken, error)
 	SetAiStorageConsent(ctx context.Context, installationID string, granted bool) (*models.Installation, error)
 	AiInvoke(ctx context.Context, handle string, arguments models.JSON) (*models.ExtensionResult, error)
+	ResumeBackgroundRun(ctx context.Context, instanceID string, capability string) (*models.Instance, error)
 	SetExtensionState(ctx context.Context, instanceID string, extension string, values models.JSON) (models.JSON, error)
 	SelectResponseUI(ctx context.Context, handle string, messageID string, capability string, arguments models.JSON, result models.JSON) (*models.ResponseRender, error)
 	InstallPlugin(ctx context.Context, packageArg string) (*models.Installation, error)
@@ -617,6 +620,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.BackgroundRun.NextRunAt(childComplexity), true
+	case "BackgroundRun.quarantinedAt":
+		if e.ComplexityRoot.BackgroundRun.QuarantinedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BackgroundRun.QuarantinedAt(childComplexity), true
 	case "BackgroundRun.scheduleSeconds":
 		if e.ComplexityRoot.BackgroundRun.ScheduleSeconds == nil {
 			break
@@ -1020,6 +1029,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResetInstanceStorage(childComplexity, args["instanceId"].(string)), true
+	case "Mutation.resumeBackgroundRun":
+		if e.ComplexityRoot.Mutation.ResumeBackgroundRun == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resumeBackgroundRun_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResumeBackgroundRun(childComplexity, args["instanceId"].(string), args["capability"].(string)), true
 	case "Mutation.revokeAccessToken":
 		if e.ComplexityRoot.Mutation.RevokeAccessToken == nil {
 			break
@@ -1942,6 +1962,8 @@ func (ec *executionContext) childFields_BackgroundRun(ctx context.Context, field
 		return ec.fieldContext_BackgroundRun_nextRunAt(ctx, field)
 	case "failures":
 		return ec.fieldContext_BackgroundRun_failures(ctx, field)
+	case "quarantinedAt":
+		return ec.fieldContext_BackgroundRun_quarantinedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type BackgroundRun", field.Name)
 }
@@ -2605,6 +2627,28 @@ func (ec *executionContext) field_Mutation_resetInstanceStorage_args(ctx context
 		return nil, err
 	}
 	args["instanceId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_resumeBackgroundRun_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "capability",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["capability"] = arg1
 	return args, nil
 }
 
@@ -4266,6 +4310,29 @@ func (ec *executionContext) fieldContext_BackgroundRun_failures(_ context.Contex
 	return graphql.NewScalarFieldContext("BackgroundRun", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _BackgroundRun_quarantinedAt(ctx context.Context, field graphql.CollectedField, obj *BackgroundRun) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BackgroundRun_quarantinedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.QuarantinedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BackgroundRun_quarantinedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BackgroundRun", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _Capability_id(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5711,6 +5778,50 @@ func (ec *executionContext) fieldContext_Mutation_aiInvoke(ctx context.Context, 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_aiInvoke_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resumeBackgroundRun(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resumeBackgroundRun(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResumeBackgroundRun(ctx, fc.Args["instanceId"].(string), fc.Args["capability"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *models.Instance) graphql.Marshaler {
+			return ec.marshalNInstance2ᚖpluginhostᚋmodelsᚐInstance(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resumeBackgroundRun(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Instance(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resumeBackgroundRun_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -10153,6 +10264,11 @@ func (ec *executionContext) _BackgroundRun(ctx context.Context, sel ast.Selectio
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "quarantinedAt":
+			out.Values[i] = ec._BackgroundRun_quarantinedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11168,6 +11284,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "aiInvoke":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_aiInvoke(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resumeBackgroundRun":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resumeBackgroundRun(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++

@@ -105,6 +105,12 @@ type BackgroundRun struct {
 	NextRunAt string `json:"nextRunAt"`
 	// Failed runs in a row.
 	Failures int `json:"failures"`
+	// When the capability was quarantined (ISO 8601 with offset): its schedule is
+	// paused because its runs kept failing (10 in a row), a run crashed the engine,
+	// or a run did not finish (lastOutcome lost: the replica running it stopped).
+	// Null while it runs on its schedule. resumeBackgroundRun, or a new package,
+	// lifts it.
+	QuarantinedAt *string `json:"quarantinedAt,omitempty"`
 }
 
 // A token just created.

@@ -43,6 +43,17 @@ type Service struct {
 	// TrustedKeys are the publisher keys trusted through --trusted-keys, by id.
 	// Keys trusted by an admin through GraphQL are kept in the database.
 	TrustedKeys map[string]ed25519.PublicKey
+	// Modules, when set, compiles a package's capability modules before it
+	// is installed, so that a module the host cannot run is refused then.
+	Modules ModuleCompiler
+}
+
+// ModuleCompiler compiles capability modules.
+type ModuleCompiler interface {
+	// CompileModule compiles a module, or refuses it with the reason (a
+	// structural limit it passes, its compilation budget). It may return
+	// before the compilation is over, which then goes on.
+	CompileModule(ctx context.Context, wasm []byte) error
 }
 
 // MaxInstanceNameLength bounds Instance names, in characters.
@@ -72,7 +83,31 @@ func (s *Service) OpenPackage(ctx context.Context, data []byte) (*bundle.Package
 	if err := checkHostVersion(m); err != nil {
 		return nil, nil, err
 	}
+	if err := s.compileModules(ctx, pkg, m); err != nil {
+		return nil, nil, err
+	}
 	return pkg, m, nil
+}
+
+// compileModules compiles every module the package's capabilities name.
+func (s *Service) compileModules(ctx context.Context, pkg *bundle.Package, m *models.Manifest) error {
+	if s.Modules == nil {
+		return nil
+	}
+	done := map[string]bool{}
+	for _, c := range m.Capabilities {
+		if c.Module == "" || done[c.Module] {
+			continue
+		}
+		done[c.Module] = true
+		if err := s.Modules.CompileModule(ctx, pkg.Files[c.Module]); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return models.Errorf(models.ErrPackageRejected, "capability %s: module %s cannot run: %v", c.ID, c.Module, err)
+		}
+	}
+	return nil
 }
 
 // checkHostVersion refuses a package whose min_host_version is newer than

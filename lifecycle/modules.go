@@ -24,9 +24,15 @@ func (ModuleRow) TableName() string { return "capability_modules" }
 
 // storeModules keeps, in the transaction that installs a package at a
 // generation, every module its capabilities name, and drops those of older
-// generations: a run is always of the current package.
+// generations: a run is always of the current package. New code may run
+// where the old failed, so background capabilities quarantined under the
+// old package are resumed.
 func storeModules(tx *gorm.DB, installationID string, generation int64, pkg *bundle.Package, m *models.Manifest) error {
 	if err := tx.Where("installation_id = ? AND generation <> ?", installationID, generation).Delete(&ModuleRow{}).Error; err != nil {
+		return err
+	}
+	if err := tx.Exec(`UPDATE background_schedules SET quarantined_at = 0, failures = 0
+		WHERE quarantined_at <> 0 AND instance_id IN (SELECT id FROM instances WHERE installation_id = ?)`, installationID).Error; err != nil {
 		return err
 	}
 	seen := map[string]bool{}

@@ -35,6 +35,7 @@ var All = []Migration{
 	{5, "extension configs, persisted UI state and response containers", extensionHosting},
 	{6, "capability modules of packages and background schedules", capabilityRuns},
 	{7, "token ids, expiry, last use and revocation", tokenLifecycle},
+	{8, "quarantine of background capabilities", quarantine},
 }
 
 type appliedRow struct {

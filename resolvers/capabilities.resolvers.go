@@ -7,6 +7,7 @@ package resolvers
 
 import (
 	"context"
+	"pluginhost/auth"
 	"pluginhost/graph"
 	"pluginhost/models"
 )
@@ -20,6 +21,10 @@ func (r *instanceResolver) BackgroundRuns(ctx context.Context, obj *models.Insta
 	for i, run := range runs {
 		b := &graph.BackgroundRun{Capability: run.Capability, ScheduleSeconds: run.ScheduleSeconds,
 			NextRunAt: models.FormatTime(run.NextRunAt), Failures: run.Failures}
+		if run.QuarantinedAt != nil {
+			at := models.FormatTime(*run.QuarantinedAt)
+			b.QuarantinedAt = &at
+		}
 		if run.LastRunAt != nil {
 			at, outcome := models.FormatTime(*run.LastRunAt), run.LastOutcome
 			b.LastRunAt, b.LastOutcome = &at, &outcome
@@ -27,4 +32,19 @@ func (r *instanceResolver) BackgroundRuns(ctx context.Context, obj *models.Insta
 		out[i] = b
 	}
 	return out, nil
+}
+
+func (r *mutationResolver) ResumeBackgroundRun(ctx context.Context, instanceID string, capability string) (*models.Instance, error) {
+	user, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := r.Lifecycle.Instance(ctx, user, instanceID)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Schedule.Resume(ctx, inst.ID, capability); err != nil {
+		return nil, err
+	}
+	return inst, nil
 }

@@ -228,8 +228,22 @@ func moveCode(tmp, dir, marker string) (int64, error) {
 	if err := os.MkdirAll(filepath.Dir(marker), 0o700); err != nil {
 		return 0, err
 	}
+	// The marker appears whole or not at all: servers may share the cache.
 	content := strconv.FormatInt(size, 10) + "\n" + strings.Join(files, "\n") + "\n"
-	if err := os.WriteFile(marker, []byte(content), 0o600); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(marker), ".marker-")
+	if err == nil {
+		_, err = f.WriteString(content)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(f.Name(), marker)
+		}
+		if err != nil {
+			os.Remove(f.Name())
+		}
+	}
+	if err != nil {
 		return 0, fmt.Errorf("sandbox: compilation cache: %w", err)
 	}
 	return size, nil

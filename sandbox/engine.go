@@ -193,6 +193,27 @@ func (e *Engine) Limits() Limits { return e.limits }
 // runs under way and the instances kept ready.
 func (e *Engine) MemoryInUse() int64 { return e.budget.Used() }
 
+// Stats is the engine's state at one moment.
+type Stats struct {
+	// Compiled is the number of modules compiled and kept; CodeBytes the
+	// size of their machine code.
+	Compiled  int
+	CodeBytes int64
+	// Compiling is the number of compilations under way.
+	Compiling int
+	// Ready is the number of initialized instances kept for runs.
+	Ready int
+	// MemoryInUse is MemoryInUse.
+	MemoryInUse int64
+}
+
+// Stats returns the engine's state now.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return Stats{Compiled: len(e.compiled), CodeBytes: e.codeSize, Compiling: len(e.pending), Ready: len(e.idle.items), MemoryInUse: e.budget.Used()}
+}
+
 // Close releases the engine and its compiled modules. Compilations under
 // way are stopped (their processes killed) and waited for; when ctx ends
 // first, the runtime is left to the process's end.

@@ -10,6 +10,15 @@
 // period that no replica claims while one is up is claimed at its next pass.
 // A failed run backs off: the next run is after the period doubled per
 // failure in a row, up to one hour (never sooner than the period).
+//
+// A capability is quarantined, its schedule paused, when its runs keep
+// failing (QuarantineAfter failures in a row), when a run crashed the
+// engine (contained), or when a run did not finish: its lease ran out with
+// no outcome recorded, so the replica running it stopped, perhaps because
+// of it. A restart therefore never runs again what was running when the
+// process died. A replica that shuts down releases its leases, so that a
+// run it gave up is not taken for a crash. Resume, or a new package, lifts
+// the quarantine.
 package schedule
 
 import (
@@ -24,10 +33,24 @@ import (
 	"pluginhost/database"
 	"pluginhost/models"
 	"pluginhost/sandbox"
+	"pluginhost/storage"
 )
 
 // MaxBackoff bounds the wait after failed runs.
 const MaxBackoff = time.Hour
+
+// QuarantineAfter is how many failed runs in a row quarantine a capability.
+const QuarantineAfter = 10
+
+// Outcomes the scheduler records besides those of runs.
+const (
+	// OutcomeLost is a run that did not finish: the replica running it
+	// stopped before it recorded how the run ended.
+	OutcomeLost = "lost"
+	// OutcomeQuarantined is the outcome of the audit trail's record of a
+	// quarantine (operation storage.OperationQuarantine).
+	OutcomeQuarantined = "quarantined"
+)
 
 // DefaultTick is how often a replica looks for due runs.
 const DefaultTick = time.Second
@@ -107,12 +130,13 @@ func (s *Scheduler) defaults() {
 
 // due is one period of one scheduled capability that may be claimed.
 type due struct {
-	InstanceID string
-	Capability string
-	NextRunAt  int64
-	Failures   int
-	UserID     string
-	period     time.Duration
+	InstanceID     string
+	Capability     string
+	NextRunAt      int64
+	Failures       int
+	UserID         string
+	InstallationID string
+	period         time.Duration
 }
 
 // Pass makes one round: it adds the schedules of new Instances and
@@ -125,12 +149,17 @@ func (s *Scheduler) Pass(ctx context.Context) error {
 		return err
 	}
 	now := s.Now()
+	if err := s.quarantineLost(ctx, now); err != nil {
+		return err
+	}
 	var rows []due
 	err = s.DB.Read.WithContext(ctx).Table("background_schedules").
-		Select("background_schedules.instance_id, background_schedules.capability, background_schedules.next_run_at, background_schedules.failures, instances.user_id").
+		Select("background_schedules.instance_id, background_schedules.capability, background_schedules.next_run_at, background_schedules.failures, "+
+			"instances.user_id, instances.installation_id").
 		Joins("JOIN instances ON instances.id = background_schedules.instance_id").
 		Joins("JOIN installations ON installations.id = instances.installation_id").
-		Where("background_schedules.next_run_at <= ? AND background_schedules.lease_until <= ? AND instances.enabled = ? AND installations.status = ?",
+		Where("background_schedules.next_run_at <= ? AND background_schedules.lease_until <= ? AND background_schedules.quarantined_at = 0 "+
+			"AND instances.enabled = ? AND installations.status = ?",
 			now.UnixMicro(), now.UnixMicro(), true, models.InstallationInstalled).
 		Order("background_schedules.next_run_at").Limit(256).Scan(&rows).Error
 	if err != nil {
@@ -173,28 +202,99 @@ func (s *Scheduler) claim(ctx context.Context, d due, now time.Time) (bool, erro
 	return res.RowsAffected == 1, res.Error
 }
 
-// run makes the claimed run and records how it ended.
+// run makes the claimed run and records how it ended: a failure backs off,
+// and quarantines the capability when it is a crash or the last of
+// QuarantineAfter in a row. A run given up because this replica is shutting
+// down releases its lease, due again at once for another replica.
 func (s *Scheduler) run(ctx context.Context, d due) {
 	_, err := s.Runner.Run(ctx, capability.Call{UserID: d.UserID, InstanceID: d.InstanceID, Capability: d.Capability, Trigger: sandbox.TriggerSchedule})
-	if ctx.Err() != nil {
-		return // shutting down: the lease runs out and another replica takes over
-	}
+	write := s.DB.Write.WithContext(context.WithoutCancel(ctx)).Table("background_schedules").
+		Where("instance_id = ? AND capability = ? AND lease_owner = ?", d.InstanceID, d.Capability, s.Owner)
 	now := s.Now()
+	if ctx.Err() != nil {
+		err := write.Updates(map[string]any{"lease_owner": "", "lease_until": 0, "next_run_at": now.UnixMicro()}).Error
+		if err != nil && s.Log != nil {
+			s.Log.Error("schedule: releasing a lease failed", "err", err, "instance", d.InstanceID, "capability", d.Capability)
+		}
+		return
+	}
 	outcome := capability.Outcome(err)
 	set := map[string]any{"last_run_at": now.UnixMicro(), "last_outcome": outcome, "lease_owner": "", "lease_until": 0, "failures": 0}
+	quarantined := false
 	if err != nil {
 		failures := d.Failures + 1
 		set["failures"] = failures
 		set["next_run_at"] = now.Add(Backoff(d.period, failures)).UnixMicro()
+		if quarantined = outcome == models.ReasonCrash || failures >= QuarantineAfter; quarantined {
+			set["quarantined_at"] = now.UnixMicro()
+		}
 		if s.Log != nil {
-			s.Log.Warn("background run failed", "instance", d.InstanceID, "capability", d.Capability, "outcome", outcome, "failures", failures)
+			s.Log.Warn("background run failed", "instance", d.InstanceID, "capability", d.Capability, "outcome", outcome, "failures", failures,
+				"quarantined", quarantined)
 		}
 	}
-	err = s.DB.Write.WithContext(context.WithoutCancel(ctx)).Table("background_schedules").
-		Where("instance_id = ? AND capability = ? AND lease_owner = ?", d.InstanceID, d.Capability, s.Owner).Updates(set).Error
-	if err != nil && s.Log != nil {
+	if err := write.Updates(set).Error; err != nil && s.Log != nil {
 		s.Log.Error("schedule: recording a run failed", "err", err, "instance", d.InstanceID, "capability", d.Capability)
 	}
+	if quarantined {
+		s.recordQuarantine(ctx, d)
+	}
+}
+
+// quarantineLost finds runs that did not finish, their lease run out with no
+// outcome recorded, and quarantines their capabilities.
+func (s *Scheduler) quarantineLost(ctx context.Context, now time.Time) error {
+	var lost []struct {
+		InstanceID     string
+		Capability     string
+		UserID         string
+		InstallationID string
+		LeaseOwner     string
+		LeaseUntil     int64
+	}
+	err := s.DB.Read.WithContext(ctx).Table("background_schedules").
+		Select("background_schedules.instance_id, background_schedules.capability, background_schedules.lease_owner, "+
+			"background_schedules.lease_until, instances.user_id, instances.installation_id").
+		Joins("JOIN instances ON instances.id = background_schedules.instance_id").
+		Where("background_schedules.lease_owner <> '' AND background_schedules.lease_until <= ? AND background_schedules.quarantined_at = 0", now.UnixMicro()).
+		Limit(256).Scan(&lost).Error
+	if err != nil {
+		return err
+	}
+	for _, l := range lost {
+		res := s.DB.Write.WithContext(ctx).Exec(`UPDATE background_schedules
+			SET lease_owner = '', lease_until = 0, last_run_at = ?, last_outcome = ?, failures = failures + 1, quarantined_at = ?
+			WHERE instance_id = ? AND capability = ? AND lease_owner = ? AND lease_until = ?`,
+			now.UnixMicro(), OutcomeLost, now.UnixMicro(), l.InstanceID, l.Capability, l.LeaseOwner, l.LeaseUntil)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 1 { // another replica may have seen it first
+			if s.Log != nil {
+				s.Log.Warn("background run did not finish: the capability is quarantined", "instance", l.InstanceID, "capability", l.Capability,
+					"replica", l.LeaseOwner)
+			}
+			s.recordQuarantine(ctx, due{InstanceID: l.InstanceID, Capability: l.Capability, UserID: l.UserID, InstallationID: l.InstallationID})
+		}
+	}
+	return nil
+}
+
+// recordQuarantine writes the quarantine in the Instance's audit trail.
+func (s *Scheduler) recordQuarantine(ctx context.Context, d due) {
+	who := storage.Caller{UserID: d.UserID, Actor: storage.ActorBackground, Capability: d.Capability}
+	err := s.Runner.Storage.RecordCapability(context.WithoutCancel(ctx), who, d.InstallationID, d.InstanceID, storage.OperationQuarantine, OutcomeQuarantined)
+	if err != nil && s.Log != nil {
+		s.Log.Error("schedule: audit record lost", "err", err, "instance", d.InstanceID, "capability", d.Capability)
+	}
+}
+
+// Resume lifts the quarantine of a background capability of an Instance the
+// caller may see (the resolver checks it): it is due at once, its failures
+// forgotten.
+func (s *Scheduler) Resume(ctx context.Context, instanceID, capabilityID string) error {
+	return s.DB.Write.WithContext(ctx).Exec(`UPDATE background_schedules SET quarantined_at = 0, failures = 0, next_run_at = ?
+		WHERE instance_id = ? AND capability = ? AND quarantined_at <> 0`, s.now().UnixMicro(), instanceID, capabilityID).Error
 }
 
 // Backoff is the wait before the next run after failures failed runs in a
@@ -284,6 +384,9 @@ type Run struct {
 	LastOutcome     string
 	NextRunAt       time.Time
 	Failures        int
+	// QuarantinedAt is when the capability was quarantined; nil when it
+	// runs on its schedule.
+	QuarantinedAt *time.Time
 }
 
 // Runs returns the schedule of every scheduled background capability of an
@@ -299,14 +402,15 @@ func (s *Scheduler) Runs(ctx context.Context, inst *models.Instance) ([]Run, err
 		return nil, err
 	}
 	var rows []struct {
-		Capability  string
-		NextRunAt   int64
-		LastRunAt   int64
-		LastOutcome string
-		Failures    int
+		Capability    string
+		NextRunAt     int64
+		LastRunAt     int64
+		LastOutcome   string
+		Failures      int
+		QuarantinedAt int64
 	}
 	err = s.DB.Read.WithContext(ctx).Table("background_schedules").
-		Select("capability, next_run_at, last_run_at, last_outcome, failures").
+		Select("capability, next_run_at, last_run_at, last_outcome, failures, quarantined_at").
 		Where("instance_id = ?", inst.ID).Scan(&rows).Error
 	if err != nil {
 		return nil, err
@@ -321,6 +425,10 @@ func (s *Scheduler) Runs(ctx context.Context, inst *models.Instance) ([]Run, err
 			}
 			r.NextRunAt = time.UnixMicro(row.NextRunAt)
 			r.Failures = row.Failures
+			if row.QuarantinedAt > 0 {
+				t := time.UnixMicro(row.QuarantinedAt)
+				r.QuarantinedAt = &t
+			}
 			if row.LastRunAt > 0 {
 				t := time.UnixMicro(row.LastRunAt)
 				r.LastRunAt, r.LastOutcome = &t, row.LastOutcome

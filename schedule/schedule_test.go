@@ -3,8 +3,6 @@ package schedule_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +53,7 @@ func manifest(dataPolicy string) map[string]any {
 	m["capabilities"] = []any{
 		map[string]any{"id": "notes.tick", "kind": "background", "description": "counts", "module": "capabilities/tick.wasm", "schedule_seconds": 30},
 		map[string]any{"id": "notes.fail", "kind": "background", "description": "fails", "module": "capabilities/exit3.wasm", "schedule_seconds": 60},
+		map[string]any{"id": "notes.slow", "kind": "background", "description": "sleeps", "module": "capabilities/sleep.wasm", "schedule_seconds": 3600},
 	}
 	return m
 }
@@ -74,6 +73,7 @@ func newWorldWithPolicy(t *testing.T, b testenv.Backend, dataPolicy string) *wor
 	files := map[string][]byte{
 		"capabilities/tick.wasm":  wasmtest.Module(t, "testdata/modules", "tick"),
 		"capabilities/exit3.wasm": wasmtest.Module(t, "../sandbox/testdata/modules", "exit3"),
+		"capabilities/sleep.wasm": wasmtest.Module(t, "../sandbox/testdata/modules", "sleep"),
 	}
 	var err error
 	if w.intl, err = w.env.Life.Install(context.Background(), w.user, w.env.Package(t, manifest(dataPolicy), files)); err != nil {
@@ -92,7 +92,7 @@ func newWorldWithPolicy(t *testing.T, b testenv.Backend, dataPolicy string) *wor
 		}
 		env := *w.env
 		env.DB, env.Store = db, store
-		runs := env.Capabilities(t, sandbox.Limits{})
+		runs := env.Capabilities(t, sandbox.Limits{Timeout: 2 * time.Second})
 		w.replicas = append(w.replicas, &schedule.Scheduler{DB: db, Runner: runs, Now: w.clock.Now, Owner: []string{"a", "b"}[i]})
 	}
 	return w
@@ -332,22 +332,155 @@ func TestReplicaCompilesScheduledModulesAhead(t *testing.T) {
 	if got := w.runs(t, "notes.tick"); got != before {
 		t.Fatalf("the late replica ran a period replica a had claimed: %d runs, want %d", got, before)
 	}
-	// Both modules of the package reach the late replica's compilation cache
-	// without a run of its own.
+	// Both modules of the package are compiled by the late replica without
+	// a run of its own.
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		entries, _ := os.ReadDir(cache)
-		files := 0
-		filepath.WalkDir(cache, func(_ string, d os.DirEntry, _ error) error {
-			if d != nil && !d.IsDir() {
-				files++
-			}
-			return nil
-		})
-		if files >= 2 {
+		st := engine.Stats()
+		if st.Compiled >= 2 {
 			break
 		}
 		if time.Now().After(deadline) { // a safety net, not a measure
-			t.Fatalf("the late replica compiled nothing ahead of its runs (%d entries in its cache)", len(entries))
+			t.Fatalf("the late replica compiled nothing ahead of its runs: %+v", st)
 		}
+	}
+}
+
+// run returns the schedule of one capability of the world's Instance.
+func (w *world) run(t *testing.T, capabilityID string) schedule.Run {
+	t.Helper()
+	runs, err := w.replicas[0].Runs(context.Background(), w.inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.Capability == capabilityID {
+			return r
+		}
+	}
+	t.Fatalf("no schedule of %s in %+v", capabilityID, runs)
+	return schedule.Run{}
+}
+
+// quarantines counts the audit trail's quarantine records of a capability.
+func (w *world) quarantines(t *testing.T, capabilityID string) int {
+	t.Helper()
+	entries, _, err := w.env.Store.Audit(context.Background(), w.user.ID, storage.AuditQuery{Actor: storage.ActorBackground, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Capability == capabilityID && e.Operation == storage.OperationQuarantine && e.Outcome == schedule.OutcomeQuarantined {
+			n++
+		}
+	}
+	return n
+}
+
+// A capability whose runs keep failing is quarantined after QuarantineAfter
+// failures in a row: it runs no more, backgroundRuns and the audit trail
+// say so, and Resume makes it due at once.
+func TestFailingCapabilityIsQuarantined(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		w := newWorld(t, b)
+		for range 100 {
+			before := w.runs(t, "notes.fail")
+			w.pass(t)
+			if w.runs(t, "notes.fail") == before {
+				w.clock.add(time.Hour) // the back-off is at most an hour
+			}
+			if w.run(t, "notes.fail").QuarantinedAt != nil {
+				break
+			}
+		}
+		r := w.run(t, "notes.fail")
+		if r.QuarantinedAt == nil || r.Failures != schedule.QuarantineAfter {
+			t.Fatalf("after the failures: %+v, want quarantined after %d", r, schedule.QuarantineAfter)
+		}
+		if n := w.quarantines(t, "notes.fail"); n != 1 {
+			t.Fatalf("%d quarantine records in the audit trail, want 1", n)
+		}
+		runs := w.runs(t, "notes.fail")
+		for range 3 {
+			w.clock.add(2 * time.Hour)
+			w.pass(t)
+		}
+		if got := w.runs(t, "notes.fail"); got != runs {
+			t.Fatalf("a quarantined capability ran: %d runs, then %d", runs, got)
+		}
+		if err := w.replicas[0].Resume(context.Background(), w.inst.ID, "notes.fail"); err != nil {
+			t.Fatal(err)
+		}
+		w.pass(t)
+		if got := w.runs(t, "notes.fail"); got != runs+1 {
+			t.Fatalf("after Resume: %d runs, want %d", got, runs+1)
+		}
+		if r := w.run(t, "notes.fail"); r.QuarantinedAt != nil || r.Failures != 1 {
+			t.Fatalf("after Resume and a failed run: %+v", r)
+		}
+	})
+}
+
+// A run whose lease ran out with no outcome did not finish: the replica
+// running it stopped, perhaps because of it. Its capability is quarantined,
+// not run again by the next replica or after a restart.
+func TestLostRunIsQuarantined(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		w := newWorld(t, b)
+		w.pass(t)
+		before := w.runs(t, "notes.tick")
+		// A replica claimed the next period and died during the run.
+		w.clock.add(30 * time.Second)
+		now := w.clock.Now()
+		err := w.env.DB.Write.Exec(`UPDATE background_schedules SET lease_owner = 'dead', lease_until = ?, next_run_at = ?
+			WHERE instance_id = ? AND capability = ?`, now.Add(-time.Second).UnixMicro(), now.Add(30*time.Second).UnixMicro(), w.inst.ID, "notes.tick").Error
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			w.pass(t)
+			w.clock.add(30 * time.Second)
+		}
+		if got := w.runs(t, "notes.tick"); got != before {
+			t.Fatalf("the lost run's capability ran again: %d runs, then %d", before, got)
+		}
+		r := w.run(t, "notes.tick")
+		if r.QuarantinedAt == nil || r.LastOutcome != schedule.OutcomeLost {
+			t.Fatalf("after a lost run: %+v", r)
+		}
+		if n := w.quarantines(t, "notes.tick"); n != 1 {
+			t.Fatalf("%d quarantine records, want 1", n)
+		}
+	})
+}
+
+// A replica that shuts down during a run releases its lease: the run is due
+// again for another replica, and is not taken for a crash.
+func TestShutdownReleasesLease(t *testing.T) {
+	w := newWorld(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
+	r := w.replicas[0]
+	r.Tick = 10 * time.Millisecond
+	r.Start(context.Background())
+	lease := func() (owner string, until int64) {
+		row := w.env.DB.Read.Raw("SELECT lease_owner, lease_until FROM background_schedules WHERE instance_id = ? AND capability = ?", w.inst.ID, "notes.slow").Row()
+		row.Scan(&owner, &until)
+		return owner, until
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if owner, _ := lease(); owner == "a" {
+			break
+		}
+		if time.Now().After(deadline) { // a safety net, not a measure
+			t.Fatal("the replica never claimed the slow run")
+		}
+	}
+	r.Close()
+	if owner, until := lease(); owner != "" || until != 0 {
+		t.Fatalf("after shutdown the lease is %q until %d", owner, until)
+	}
+	w.clock.add(time.Hour)
+	w.pass(t)
+	if q := w.run(t, "notes.slow"); q.QuarantinedAt != nil {
+		t.Fatalf("a released run was taken for a crash: %+v", q)
 	}
 }
