@@ -78,7 +78,9 @@ var credentialPairs = []struct{ first, second, joined, family string }{
 // hyphen, bidi controls, variation selectors, fillers). It is then split into
 // words at non-letters, case changes and digits, and each word is case folded
 // (lower case, with ß as ss). So `apiKey`, `API_KEY`, `refresh-token`,
-// `db_password` and `AccessToken` are caught.
+// `db_password` and `AccessToken` are caught. Each run of letters is also
+// taken whole, case folded, as one word: case changes that are not camel
+// case (`pAsSwOrD`, `PassWord`, `ToKeN`) split nothing.
 //
 // A word is a credential word (token, secret, password, ...) or a pair
 // (api key, private key, ...), or a joined word that ends in one: `mypassword`,
@@ -89,7 +91,19 @@ var credentialPairs = []struct{ first, second, joined, family string }{
 // `tokenizer` would need a dictionary). `pass` and `key` alone are not
 // credential words.
 func CredentialFamily(key string) string {
-	words := splitWords(normalizeName(key))
+	name := normalizeName(key)
+	for _, run := range strings.FieldsFunc(name, func(r rune) bool { return !unicode.IsLetter(r) }) {
+		w := foldWord([]rune(run))
+		for _, c := range credentialWords {
+			if w == c.word {
+				return c.family
+			}
+		}
+		if f := joinedCredential(w); f != "" {
+			return f
+		}
+	}
+	words := splitWords(name)
 	for i, w := range words {
 		for _, c := range credentialWords {
 			if w == c.word {

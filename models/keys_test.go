@@ -37,6 +37,15 @@ func TestCredentialFamily(t *testing.T) {
 		{"privateKey", "private key"},
 		{"privatekey", "private key"},
 		{"ssh.private.key", "private key"},
+		// case changes that are not camel case
+		{"pAsSwOrD", "password"},
+		{"PaSsWoRd", "password"},
+		{"PassWord", "password"},
+		{"ToKeN", "token"},
+		{"aPiKeY", "API key"},
+		{"my-sEcReT", "secret"},
+		{"PaSsWoRdLeSs", ""},
+		{"ToKeNiZeR", ""},
 		// ordinary words that merely contain the letters
 		{"tokenizer", ""},
 		{"tokenized_text", ""},

@@ -457,11 +457,30 @@
     return '';
   }
 
+  // letterRuns splits a name at non-letters, each run case folded whole.
+  function letterRuns(s) {
+    var runs = [], cur = [];
+    Array.from(s).forEach(function (r) {
+      if (reLetter.test(r)) { cur.push(r); return; }
+      if (cur.length) { runs.push(foldWord(cur)); cur = []; }
+    });
+    if (cur.length) runs.push(foldWord(cur));
+    return runs;
+  }
+
   // credentialFamily names the credential family a key denotes, or '' (the
-  // rule of models.CredentialFamily: normalise, split into folded words; a
-  // credential word, a pair, or a joined word ending in one).
+  // rule of models.CredentialFamily: normalise; each run of letters folded
+  // whole, then the folded words of the camel-case split; a credential word,
+  // a pair, or a joined word ending in one).
   function credentialFamily(key) {
-    var words = splitWords(normalizeName(String(key)));
+    var name = normalizeName(String(key));
+    var runs = letterRuns(name);
+    for (var r = 0; r < runs.length; r++) {
+      for (var k = 0; k < CREDENTIAL_WORDS.length; k++) if (runs[r] === CREDENTIAL_WORDS[k][0]) return CREDENTIAL_WORDS[k][1];
+      var jf = joinedCredential(runs[r]);
+      if (jf) return jf;
+    }
+    var words = splitWords(name);
     for (var i = 0; i < words.length; i++) {
       var w = words[i], j;
       for (j = 0; j < CREDENTIAL_WORDS.length; j++) if (w === CREDENTIAL_WORDS[j][0]) return CREDENTIAL_WORDS[j][1];
