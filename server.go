@@ -214,6 +214,7 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 	readPool, _ := db.Read.DB()
 	if err := metrics.Register(m.Registry, metrics.Sources{
 		WebsocketConnections: sockets.Connections, Subscriptions: hub.Open,
+		RunMemory: engine.MemoryInUse, CompiledModules: func() int { return engine.Stats().Compiled },
 		DBPools: map[string]*sql.DB{"write": writePool, "read": readPool},
 		Version: models.HostVersion, Revision: cli.Revision(),
 	}); err != nil {

@@ -48,6 +48,18 @@ var idLike = regexp.MustCompile(`"(usr|inst|instl|tok)_[a-z0-9]{10,}"`)
 // outcomes by reason, AI calls, the database pools and the build.
 func TestOperatorMetrics(t *testing.T) {
 	h := newHost(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
+	// Before anything happens, the families are there at zero.
+	fresh := scrape(t, h.URL)
+	for _, series := range []string{
+		`pluginhost_storage_operations_total{code="OK",operation="create"}`,
+		`pluginhost_image_proxy_requests_total{outcome="ok"}`,
+		`pluginhost_capability_runs_total{kind="tool",outcome="ok"}`,
+		`pluginhost_capability_memory_bytes`,
+	} {
+		if v, ok := fresh[series]; !ok || v != 0 {
+			t.Errorf("a fresh server's %s = %v (present %v), want 0", series, v, ok)
+		}
+	}
 	alice, bob := h.user(t, "alice", false), h.user(t, "bob", false)
 	withNet := manifest("com.test.metrics", ns("n", 64))
 	withNet["permissions"] = []any{"storage", "network"}

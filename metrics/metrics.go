@@ -84,7 +84,45 @@ var imageOutcomeValues = []string{
 // cancelled (the caller went away), or the code of a run refused before it
 // began or of host actions storage refused.
 var runOutcomes = append([]string{"ok", models.ReasonNoModule, models.ReasonTimeout, models.ReasonMemory, models.ReasonExit,
-	models.ReasonBadOutput, models.ReasonOutputTooLarge, models.ReasonOutputSchema, models.ReasonBusy, "cancelled"}, errorCodes[1:]...)
+	models.ReasonBadOutput, models.ReasonOutputTooLarge, models.ReasonOutputSchema, models.ReasonBusy, models.ReasonCrash, "cancelled"}, errorCodes[1:]...)
+
+// AI tools: the storage tools by their short name, a capability, or a
+// handle that did not open.
+var aiTools = []string{"list", "get", "create", "update", "delete", "capability", Other}
+
+// zero creates every series of the known label sets at zero, so that
+// dashboards and alerts see each family from the start rather than from
+// its first event. The run duration histograms start with outcome ok only:
+// a full set would be hundreds of series for one family.
+func zero() {
+	for _, op := range storageOperations {
+		for _, c := range errorCodes {
+			storageOps.WithLabelValues(op, c)
+		}
+	}
+	for _, kind := range []string{"quota", "permission"} {
+		for _, by := range askers {
+			refusals.WithLabelValues(kind, by)
+		}
+	}
+	for _, o := range imageOutcomeValues {
+		imageOutcomes.WithLabelValues(o)
+	}
+	for _, t := range aiTools {
+		for _, c := range errorCodes {
+			aiCalls.WithLabelValues(t, c)
+		}
+	}
+	for _, k := range runKinds {
+		for _, o := range runOutcomes {
+			capabilityRuns.WithLabelValues(k, o)
+		}
+		capabilityDuration.WithLabelValues(k, "ok")
+	}
+	for _, o := range runOutcomes {
+		backgroundRuns.WithLabelValues(o)
+	}
+}
 
 // Capability kinds that run.
 var runKinds = []string{"tool", "skill", "background"}
@@ -141,7 +179,7 @@ func AICall(tool string, err error) {
 	case !slices.Contains(models.StorageTools, tool):
 		t = "capability"
 	}
-	aiCalls.WithLabelValues(t, code(err)).Inc()
+	aiCalls.WithLabelValues(bounded(t, aiTools), code(err)).Inc()
 	if tool == "" {
 		refusal("ai", err) // refused before any storage operation
 	}
@@ -187,12 +225,18 @@ type Sources struct {
 	// DBPools names the database pools ("write", "read"); the same pool under
 	// two names is reported once.
 	DBPools map[string]*sql.DB
+	// RunMemory returns the bytes charged to the memory of all capability
+	// runs; CompiledModules the modules compiled and kept.
+	RunMemory       func() int64
+	CompiledModules func() int
 	// Version and Revision identify the build.
 	Version, Revision string
 }
 
-// Register adds the host's operational metrics to reg.
+// Register adds the host's operational metrics to reg, every known label
+// set at zero.
 func Register(reg prometheus.Registerer, src Sources) error {
+	zero()
 	cs := []prometheus.Collector{storageOps, refusals, imageOutcomes, aiCalls, capabilityRuns, capabilityDuration, backgroundRuns}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "pluginhost_build_info",
@@ -210,6 +254,17 @@ func Register(reg prometheus.Registerer, src Sources) error {
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "pluginhost_subscriptions", Help: "Open storageChanged subscriptions.",
 		}, func() float64 { return float64(src.Subscriptions()) }))
+	}
+	if src.RunMemory != nil {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "pluginhost_capability_memory_bytes",
+			Help: "Memory charged to capability runs at once: their linear memories, tables and stacks, and the instances kept ready (bounded by --run-memory-total-mib).",
+		}, func() float64 { return float64(src.RunMemory()) }))
+	}
+	if src.CompiledModules != nil {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "pluginhost_capability_modules_compiled", Help: "Capability modules compiled and kept in memory.",
+		}, func() float64 { return float64(src.CompiledModules()) }))
 	}
 	seen := map[*sql.DB]bool{}
 	for _, name := range []string{"write", "read"} {
