@@ -146,3 +146,49 @@ func TestWebsocketProtocolErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestWebsocketOperationsShareInFlightBounds: a query or mutation sent over
+// a websocket takes a place among its user's operations in flight, as one
+// sent over HTTP does: with the user's places held by HTTP requests, an
+// operation over the socket waits, then gets TOO_MANY_REQUESTS; another
+// user's goes through; and once a place frees up, the socket's goes through.
+func TestWebsocketOperationsShareInFlightBounds(t *testing.T) {
+	h := newLimitsHost(t, httpapi.Limits{MaxInFlightPerUser: 2, MaxInFlight: 8, InFlightWait: 100 * time.Millisecond,
+		BodyReadTimeout: time.Minute, MaxBodyBytes: 8192})
+	bob := h.user(t, "bob")
+	query := func(c *wsClient, id string) map[string]any {
+		c.send(`{"type":"subscribe","id":"` + id + `","payload":{"query":"{viewer{name}}"}}`)
+		return c.next()
+	}
+	alice := h.dial(t, "graphql-transport-ws")
+	alice.init(h.token)
+	if m := query(alice, "1"); m["type"] != "next" {
+		t.Fatalf("alice's query over the socket: %v", m)
+	}
+	alice.next() // complete
+	held1, _ := h.stall(t, h.token, 100)
+	held2, _ := h.stall(t, h.token, 100)
+	m := query(alice, "2")
+	b, _ := json.Marshal(m)
+	if m["type"] != "next" || !strings.Contains(string(b), "TOO_MANY_REQUESTS") {
+		t.Fatalf("alice's query over the socket with her places held: %s", b)
+	}
+	other := h.dial(t, "graphql-transport-ws")
+	other.init(bob)
+	if m := query(other, "1"); m["type"] != "next" || m["payload"].(map[string]any)["errors"] != nil {
+		t.Fatalf("bob's query while alice is at her bound: %v", m)
+	}
+	held1.Close()
+	held2.Close()
+	for alice.next()["type"] != "complete" {
+	}
+	for { // the server sees the closed requests go
+		if requests, _ := h.app.limiter.InFlight(); requests == 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if m := query(alice, "3"); m["type"] != "next" || m["payload"].(map[string]any)["errors"] != nil {
+		t.Fatalf("alice's query once her places are free: %v", m)
+	}
+}

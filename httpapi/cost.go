@@ -8,7 +8,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -420,16 +422,49 @@ type budgetKey struct{}
 
 // InterceptOperation gives each query and mutation its response budget and
 // answers one error, without data, when the budget was exceeded.
+//
+// A query or mutation that did not come in its own HTTP request (it came
+// over a websocket) is admitted here within the same in-flight and work
+// bounds, and gets the same deadline, so that a user cannot pass them by
+// sending operations over a socket.
 func (g *queryGuard) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	op := graphql.GetOperationContext(ctx)
 	if op.Operation == nil || op.Operation.Operation == ast.Subscription {
 		return next(ctx)
 	}
+	release := func() {}
+	var deadline time.Time
+	if user, ok := auth.UserFrom(ctx); ok && !admitted(ctx) {
+		r, err := g.gate.admit(ctx, user.ID)
+		if err == nil {
+			if err = g.gate.spend(ctx, user.ID, RequestWork); err != nil {
+				r()
+			}
+		}
+		if err != nil {
+			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{limitError(err.reason, "%s", err.message)}})
+		}
+		release, deadline = sync.OnceFunc(r), time.Now().Add(requestTimeout)
+	}
+	// within gives a context the operation's budget and, for one admitted
+	// here, its deadline.
 	b := &responseBudget{max: g.limits.MaxResponseBytes}
-	ctx, cancel := context.WithCancel(context.WithValue(ctx, budgetKey{}, b))
+	within := func(ctx context.Context) (context.Context, context.CancelFunc) {
+		ctx = context.WithValue(ctx, budgetKey{}, b)
+		if !deadline.IsZero() {
+			return context.WithDeadline(withAdmission(ctx), deadline)
+		}
+		return context.WithCancel(ctx)
+	}
+	ctx, cancel := within(ctx)
 	handler := next(ctx)
+	// The handler is called until it answers nil; the place is held for its
+	// first, whole answer.
 	return func(ctx context.Context) *graphql.Response {
+		defer release()
 		defer cancel()
+		ctx, cancelCall := within(ctx)
+		defer cancelCall()
 		resp := handler(ctx)
 		if b.exceeded.Load() && resp != nil {
 			return &graphql.Response{Errors: gqlerror.List{limitError("RESPONSE_TOO_LARGE",

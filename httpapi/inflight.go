@@ -195,3 +195,16 @@ func (g *gate) reserveBytes(ctx context.Context, n int64) (func(), *requestError
 		g.bytes.Release(n)
 	}, nil
 }
+
+// admittedKey marks the context of an operation admitted within the
+// in-flight bounds already (by its HTTP request).
+type admittedKey struct{}
+
+func withAdmission(ctx context.Context) context.Context {
+	return context.WithValue(ctx, admittedKey{}, true)
+}
+
+func admitted(ctx context.Context) bool {
+	_, ok := ctx.Value(admittedKey{}).(bool)
+	return ok
+}

@@ -115,7 +115,7 @@ func (s *Server) graphql() http.Handler {
 			return
 		}
 		defer release()
-		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+		ctx, cancel := context.WithTimeout(withAdmission(r.Context()), requestTimeout)
 		defer cancel()
 		s.GraphQL.ServeHTTP(w, r.WithContext(ctx))
 	}))
