@@ -109,6 +109,7 @@ type app struct {
 	sockets *httpapi.Sockets
 	relay   *relay.Relay
 	drain   *httpapi.Drain
+	stop    context.CancelFunc // stops the watch of revoked tokens
 	limiter *httpapi.Limiter
 	handler http.Handler
 }
@@ -201,7 +202,6 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 	limiter := httpapi.NewLimiter(cfg.limits)
 	sockets := httpapi.NewSockets(authSvc, log)
 	sockets.Limiter = limiter
-	authSvc.Revoked = sockets.CloseToken
 	if cfg.wsInitTimeout > 0 {
 		sockets.InitTimeout = cfg.wsInitTimeout
 	}
@@ -233,14 +233,18 @@ func newApp(ctx context.Context, cfg config, log *slog.Logger) (*app, error) {
 	if cfg.background {
 		sched.Start(ctx)
 	}
+	// A token revoked anywhere, or expired, ends its websockets here.
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	go authSvc.WatchRevocations(watchCtx, log, sockets.CloseToken)
 	drain := &httpapi.Drain{}
-	return &app{engine: engine, sched: sched, db: db, store: store, hub: hub, sockets: sockets, relay: rl, drain: drain, limiter: limiter,
+	return &app{stop: stopWatch, engine: engine, sched: sched, db: db, store: store, hub: hub, sockets: sockets, relay: rl, drain: drain, limiter: limiter,
 		handler: httpapi.AccessLog(log, drain.Handler(srv.Handler()))}, nil
 }
 
 // close closes every websocket (going away), ends what subscriptions remain,
 // stops the write path and closes the store.
 func (a *app) close() {
+	a.stop()
 	a.sockets.Shutdown()
 	a.hub.Close()
 	a.sched.Close()

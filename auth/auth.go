@@ -47,9 +47,6 @@ const maxCached = 10000
 // Service creates users and tokens and authenticates tokens.
 type Service struct {
 	DB *database.DB
-	// Revoked, when set, is told the hash of each token revoked through this
-	// Service, so that what the token opened (websockets) closes at once.
-	Revoked func(hash string)
 
 	mu    sync.Mutex
 	cache map[string]cached // by token hash
@@ -57,7 +54,8 @@ type Service struct {
 
 type cached struct {
 	user    *models.User
-	expires time.Time
+	expires time.Time // of the cache entry
+	ends    time.Time // of the token; zero when it never expires
 }
 
 // CreateToken creates the user if missing and returns a new token for it
@@ -128,11 +126,19 @@ func checkUserName(name string) error {
 
 // Authenticate returns the user a token belongs to. A missing, malformed,
 // unknown, expired or revoked token is UNAUTHENTICATED. A token is read from
-// the database at most once per CacheTTL, and its last use is recorded then,
-// at most once per LastUseResolution.
+// the database at most once per CacheTTL (a revocation anywhere is seen
+// sooner: see WatchRevocations), and its last use is recorded then, at most
+// once per LastUseResolution.
 func (s *Service) Authenticate(ctx context.Context, token string) (*models.User, error) {
+	u, _, err := s.Session(ctx, token)
+	return u, err
+}
+
+// Session is Authenticate, and also returns when the token expires (zero
+// when it never does), so that what it opens can end then.
+func (s *Service) Session(ctx context.Context, token string) (*models.User, time.Time, error) {
 	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 128 {
-		return nil, errUnauthenticated
+		return nil, time.Time{}, errUnauthenticated
 	}
 	hash := HashToken(token)
 	now := time.Now()
@@ -140,7 +146,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*models.User,
 	c, ok := s.cache[hash]
 	s.mu.Unlock()
 	if ok && now.Before(c.expires) {
-		return c.user, nil
+		return c.user, c.ends, nil
 	}
 	// The token and its user, in one read; a token without a user is unknown.
 	var row struct {
@@ -152,14 +158,14 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*models.User,
 		Select("tokens.user_id, tokens.expires_at, tokens.last_used_at, tokens.revoked_at, users.name AS user_name, users.admin AS user_admin").
 		Joins("JOIN users ON users.id = tokens.user_id").Where("tokens.hash = ?", hash).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, errUnauthenticated
+		return nil, time.Time{}, errUnauthenticated
 	}
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	user := database.UserRow{ID: row.UserID, Name: row.UserName, Admin: row.UserAdmin}
 	if !tokenModel(row.TokenRow, user).Active(now) {
-		return nil, errUnauthenticated
+		return nil, time.Time{}, errUnauthenticated
 	}
 	if now.Sub(time.UnixMicro(row.LastUsedAt)) >= LastUseResolution {
 		// Best effort: a failure to record a use must not refuse the request.
@@ -167,16 +173,20 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*models.User,
 	}
 	u := user.Model()
 	expires := now.Add(CacheTTL)
-	if row.ExpiresAt != 0 && time.UnixMicro(row.ExpiresAt).Before(expires) {
-		expires = time.UnixMicro(row.ExpiresAt)
+	var ends time.Time
+	if row.ExpiresAt != 0 {
+		ends = time.UnixMicro(row.ExpiresAt)
+		if ends.Before(expires) {
+			expires = ends
+		}
 	}
 	s.mu.Lock()
 	if s.cache == nil || len(s.cache) >= maxCached {
 		s.cache = map[string]cached{}
 	}
-	s.cache[hash] = cached{user: u, expires: expires}
+	s.cache[hash] = cached{user: u, expires: expires, ends: ends}
 	s.mu.Unlock()
-	return u, nil
+	return u, ends, nil
 }
 
 var errUnauthenticated = models.Errorf(models.ErrUnauthenticated, "a valid bearer token is required")

@@ -42,7 +42,8 @@ func (s *Service) Tokens(ctx context.Context, userName string) ([]*models.Token,
 }
 
 // Revoke revokes a token by its id; the token stops working at once on this
-// replica (and Revoked is told), and within CacheTTL on others. Revoking a revoked token changes
+// replica, and on every replica within RevocationPoll (WatchRevocations),
+// which also closes what it opened. Revoking a revoked token changes
 // nothing. An unknown id is BAD_USER_INPUT.
 func (s *Service) Revoke(ctx context.Context, id string) (*models.Token, error) {
 	var row database.TokenRow
@@ -66,12 +67,7 @@ func (s *Service) Revoke(ctx context.Context, id string) (*models.Token, error) 
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	delete(s.cache, row.Hash)
-	s.mu.Unlock()
-	if s.Revoked != nil {
-		s.Revoked(row.Hash)
-	}
+	s.forget(row.Hash)
 	return tokenModel(row, user), nil
 }
 

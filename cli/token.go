@@ -132,8 +132,8 @@ func tokenRevoke() Command {
 		Name:    "token revoke",
 		Args:    "ID",
 		Summary: "revoke a token by its id (from token list)",
-		Detail: "Running servers stop accepting the token within " + auth.CacheTTL.String() + " (the time they remember an\n" +
-			"authenticated token); an admin's revokeToken through a server stops it there at once.",
+		Detail: "Running servers on the same database stop accepting the token, and close its websockets, within\n" +
+			auth.RevocationPoll.String() + " (each looks for revoked tokens that often).",
 		Setup: func(fs *FlagSet) Runner {
 			dsn := DBFlag(fs)
 			return func(ctx context.Context, out IO, args []string) error {

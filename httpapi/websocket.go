@@ -116,7 +116,7 @@ func (s *Sockets) init(ctx context.Context, payload transport.InitPayload) (cont
 	if !ok {
 		return forbidden, nil, errors.New(`connection_init needs {"Authorization": "Bearer <token>"}`)
 	}
-	user, err := s.Auth.Authenticate(ctx, token)
+	user, ends, err := s.Auth.Session(ctx, token)
 	if err != nil {
 		return forbidden, nil, errors.New("the bearer token is not valid")
 	}
@@ -125,6 +125,7 @@ func (s *Sockets) init(ctx context.Context, payload transport.InitPayload) (cont
 			return s.tooManySockets(ctx)
 		}
 		c.token.Store(auth.HashToken(token))
+		c.endAt(ends)
 	}
 	ctx = auth.WithUser(ctx, user)
 	return live.WithConn(ctx, &live.Conn{}), nil, nil
@@ -194,6 +195,9 @@ func (s *Sockets) serve(w http.ResponseWriter, r *http.Request, gql http.Handler
 	}
 	if token != "" {
 		c.token.Store(auth.HashToken(token))
+		if _, ends, err := s.Auth.Session(r.Context(), token); err == nil {
+			c.endAt(ends)
+		}
 	}
 	// gqlgen needs only the upgrade header to pick its websocket transport,
 	// which takes the connection from the context (see Accept).
@@ -335,6 +339,24 @@ func (s *Sockets) Shutdown() {
 	}
 }
 
+// endAt closes the connection when its token expires (never, for a zero
+// time), with 4403 Forbidden as for a refused connection_init.
+func (c *wsConn) endAt(ends time.Time) {
+	if ends.IsZero() {
+		return
+	}
+	t := time.AfterFunc(time.Until(ends), func() { c.forbid("the token expired") })
+	c.pmu.Lock()
+	c.expiry = t
+	c.pmu.Unlock()
+}
+
+// forbid closes the connection with 4403 Forbidden and the reason.
+func (c *wsConn) forbid(reason string) {
+	c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(4403, "Forbidden: "+reason), time.Now().Add(time.Second))
+	c.Close()
+}
+
 // CloseToken closes every websocket that authenticated with the token of
 // this hash (revoked), with 4403 Forbidden as for a refused connection_init.
 func (s *Sockets) CloseToken(hash string) {
@@ -347,8 +369,7 @@ func (s *Sockets) CloseToken(hash string) {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(4403, "Forbidden: the token was revoked"), time.Now().Add(time.Second))
-		c.Close()
+		c.forbid("the token was revoked")
 	}
 }
 
@@ -364,6 +385,7 @@ type wsConn struct {
 	pmu    sync.Mutex
 	inited bool            // connection_init was received
 	active map[string]bool // ids of operations in progress
+	expiry *time.Timer     // closes the connection when its token expires
 }
 
 // Close codes of the graphql-transport-ws protocol that the host enforces
@@ -519,6 +541,11 @@ func (c *wsConn) Close() error {
 			}
 		}
 		c.owner.mu.Unlock()
+		c.pmu.Lock()
+		if c.expiry != nil {
+			c.expiry.Stop()
+		}
+		c.pmu.Unlock()
 		err = c.ws.Close()
 	})
 	return err

@@ -36,6 +36,7 @@ var All = []Migration{
 	{6, "capability modules of packages and background schedules", capabilityRuns},
 	{7, "token ids, expiry, last use and revocation", tokenLifecycle},
 	{8, "quarantine of background capabilities", quarantine},
+	{9, "index of token revocations", tokenRevocations},
 }
 
 type appliedRow struct {
