@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"pluginhost/internal/testenv"
+	"pluginhost/internal/wasmtest"
 )
 
 // goroutines reads the server's go_goroutines gauge from /metrics.
@@ -358,4 +360,68 @@ func (u *upload) finish(body string) (int, string, error) {
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(raw), err
+}
+
+// TestSIGTERMDuringCompilation: SIGTERM stops the server within its grace
+// period while a module that takes minutes to compile is compiling (an
+// install waits for it), and the compiler's process goes with it.
+func TestSIGTERMDuringCompilation(t *testing.T) {
+	dsn := "sqlite:" + t.TempDir() + "/ph.db"
+	pub := NewPublisher(t)
+	// A cache of its own: the module must not be compiled already.
+	s := Start(t, dsn, pub.Dir, "--shutdown-grace", "2s", "--compile-cache", t.TempDir(), "--compile-timeout", "30m")
+	alice := &Client{URL: s.URL, Token: Token(t, dsn, "alice", false)}
+	m := manifest("com.test.slowcompile", ns("n", 100))
+	m["capabilities"] = []any{map[string]any{"id": "slow.run", "kind": "tool", "description": "slow to compile", "module": "capabilities/slow.wasm"}}
+	pkg := pub.Sign(t, m, map[string]string{"capabilities/slow.wasm": string(wasmtest.ManyBlockFunctions(250, 4000))})
+	// The install waits for the compilation; its answer does not matter.
+	go alice.Send(`mutation($p:String!){installPlugin(package:$p){id}}`, map[string]any{"p": pkg})
+	pid := s.cmd.Process.Pid
+	var compiler int
+	for deadline := time.Now().Add(time.Minute); compiler == 0; time.Sleep(20 * time.Millisecond) {
+		if kids := children(pid); len(kids) > 0 {
+			compiler = kids[0]
+		}
+		if time.Now().After(deadline) { // a safety net, not a measure
+			t.Fatal("no compiler process started")
+		}
+	}
+	begun := time.Now()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(time.Minute): // a safety net, not a measure
+		t.Fatal("the server was still up a minute after SIGTERM")
+	}
+	t.Logf("the server stopped %v after SIGTERM (grace 2s)", time.Since(begun).Round(10*time.Millisecond))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err := syscall.Kill(compiler, 0); errors.Is(err, syscall.ESRCH) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the compiler process %d outlived the server", compiler)
+		}
+	}
+}
+
+// children returns the processes whose parent is pid (Linux).
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ")".
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
 }

@@ -141,7 +141,7 @@ func TestCloseStopsCompilation(t *testing.T) {
 	}
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
-	e.Compile(gone, wasmtest.ManyBlockFunctions(400, 4000)) // minutes of work
+	e.Compile(gone, wasmtest.ManyBlockFunctions(250, 4000)) // a minute of work
 	closed := make(chan error, 1)
 	go func() { closed <- e.Close(context.Background()) }()
 	select {
