@@ -153,7 +153,7 @@ func (s *Service) Run(ctx context.Context, call Call) (res *models.ExtensionResu
 
 	// 4. The run, in the sandbox: input checked, module run within the
 	// limits, output read and checked.
-	out, rep, err := s.Engine.Run(ctx, sandbox.Job{Capability: t.capability, Module: mod, Request: req})
+	out, rep, err := s.Engine.Run(ctx, sandbox.Job{Capability: t.capability, Module: mod, Request: req, User: call.UserID})
 	if err != nil {
 		if s.Log != nil && len(rep.Stderr) > 0 {
 			s.Log.Debug("capability run failed", "instance", call.InstanceID, "capability", call.Capability, "stderr_bytes", len(rep.Stderr))

@@ -160,7 +160,8 @@ func newRuntime(ctx context.Context, cache wazero.CompilationCache) (wazero.Runt
 		return nil, err
 	}
 	_, err := rt.NewHostModuleBuilder(wasmbin.YieldModule).
-		NewFunctionBuilder().WithFunc(yield).Export(wasmbin.YieldName).
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, _ []uint64) { yield(ctx, mod) }), nil, nil).
+		Export(wasmbin.YieldName).
 		Instantiate(ctx)
 	if err != nil {
 		rt.Close(ctx)

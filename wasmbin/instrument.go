@@ -28,8 +28,9 @@ const (
 )
 
 // YieldInterval is how many loop iterations and calls a module makes
-// between two calls of yield: about ten to a hundred microseconds of work.
-const YieldInterval = 10_000
+// between two calls of yield: from about a hundred microseconds to a few
+// milliseconds of work, below the Go scheduler's own time slice.
+const YieldInterval = 100_000
 
 // GlobalExport is the name under which the instrumented module exports the
 // mutable global of index i.
