@@ -202,3 +202,50 @@ func BenchmarkReactorEcho(b *testing.B) {
 	wasmtest.ReportCPU(b, cpu)
 	percentiles(b, ds)
 }
+
+// BenchmarkHostileSet16 runs each hostile module 16 times at once (16
+// Instances of 16 users) with the default limits, module after module, and
+// reports the process's peak resident memory over the whole set, and above
+// what it held before. The target is a peak under 512 MiB.
+//
+//	go test -run '^$' -bench HostileSet16 -benchtime 1x ./sandbox
+func BenchmarkHostileSet16(b *testing.B) {
+	const pagesAtLimit = DefaultMemoryBytes / (64 << 10)
+	e := newEngine(b, Limits{Concurrency: 16, PerUser: 16, Timeout: 2 * time.Second})
+	set := map[string][]byte{
+		"memory at the limit, untouched": wasmtest.BigMemory(pagesAtLimit, false),
+		"memory grown and written":       wasmtest.MemoryGrowLoop(),
+		"a table grown to its maximum":   wasmtest.TableGrowLoop(1<<20, true),
+		"endless recursion":              wasmtest.Recursion(),
+		"go: allocating until refused":   wasmtest.Module(b, modules, "memory"),
+		"go: an endless loop":            wasmtest.Module(b, modules, "loop"),
+		"go reactor: echo":               wasmtest.Reactor(b, reactors, "echo"),
+	}
+	compiled := map[string]*Module{}
+	for name, wasm := range set {
+		compiled[name] = compileBytes(b, e, wasm)
+	}
+	base := rssKiB(b, "VmRSS")
+	resetPeak()
+	b.ResetTimer()
+	for range b.N {
+		for name, m := range compiled {
+			var wg sync.WaitGroup
+			for i := range 16 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					j := job(m, models.Capability{}, `{"a":1}`)
+					j.User, j.Request.Instance.ID = fmt.Sprint("user", i), fmt.Sprint("inst", i)
+					e.Run(context.Background(), j)
+				}()
+			}
+			wg.Wait()
+			b.Logf("%s: peak so far %d MiB", name, rssKiB(b, "VmHWM")/1024)
+		}
+	}
+	b.StopTimer()
+	peak := rssKiB(b, "VmHWM")
+	b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
+	b.ReportMetric(float64(peak-base)/1024, "peak-above-idle-MiB")
+}
