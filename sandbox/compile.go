@@ -144,6 +144,7 @@ func (e *Engine) compileInChild(ctx context.Context, wasm []byte) (int64, error)
 		watchMemory(cctx, cmd.Process, l.CompileMemoryBytes, &over)
 	}()
 	err = cmd.Wait()
+	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	<-watched
 	code := -1
@@ -157,7 +158,7 @@ func (e *Engine) compileInChild(ctx context.Context, wasm []byte) (int64, error)
 		return 0, fmt.Errorf("compiling the module needed more than %d bytes of memory (the compilation memory budget)", l.CompileMemoryBytes)
 	case ctx.Err() != nil:
 		return 0, ctx.Err()
-	case cctx.Err() != nil:
+	case timedOut:
 		return 0, fmt.Errorf("compiling the module took longer than %s (the compilation time budget)", l.CompileTimeout)
 	case code == compilerInvalid:
 		return 0, fmt.Errorf("not a valid WebAssembly module: %s", firstLine(stderr.bytes()))

@@ -39,6 +39,9 @@ func TestHostileModules(t *testing.T) {
 		{"locals live across blocks (compile bomb)", wasmtest.LiveLocals(1000, 1000), "locals times blocks", ""},
 		{"80 KB of nested blocks (compile bomb)", wasmtest.NestedBlocks(80 << 10 / 6), "nesting of blocks", ""},
 		{"a trap", wasmtest.Trap(), "", models.ReasonExit},
+		{"code that does not validate", wasmtest.Invalid(), "not a valid WebAssembly module", ""},
+		{"a start function that loops", wasmtest.StartLoop(), "", models.ReasonTimeout},
+		{"a data segment past the memory's end", wasmtest.SegmentOutOfBounds(), "does not fit", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := e.Compile(context.Background(), tt.wasm)

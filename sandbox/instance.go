@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
+	"pluginhost/models"
 	"pluginhost/wasmbin"
 )
 
@@ -65,8 +66,8 @@ func fixedBytes(f wasmbin.Facts) int64 {
 // charged to the budget, and nothing of the host but WASI preview 1 on the
 // given streams: no arguments, no environment, no file system; only the
 // clock and random bytes. Nothing runs yet.
-func (e *Engine) newInstance(ctx context.Context, m *Module) (in *instance, err error) {
-	in = &instance{m: m, io: &stdio{}, fixed: fixedBytes(m.facts), budget: &e.budget}
+func (e *Engine) newInstance(ctx context.Context, m *Module) (_ *instance, err error) {
+	in := &instance{m: m, io: &stdio{}, fixed: fixedBytes(m.facts), budget: &e.budget}
 	if m.facts.MemoryBytes+in.fixed > e.limits.TotalMemoryBytes || !e.budget.take(in.fixed) {
 		return nil, starved(e.limits)
 	}
@@ -98,10 +99,16 @@ func (e *Engine) newInstance(ctx context.Context, m *Module) (in *instance, err 
 			e.budget.give(in.fixed)
 		}
 	}()
-	in.mod, err = e.rt.InstantiateModule(ctx, m.compiled, cfg)
+	mod, err := e.rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("the module cannot be instantiated: %v", err)
+		// Its start function trapped or ran out of time, or a segment
+		// did not fit: the module's failure, as a trap in a run is.
+		if ctx.Err() != nil {
+			return nil, models.CapabilityFailed(models.ReasonTimeout, "the module did not start within %s", e.limits.Timeout)
+		}
+		return nil, models.CapabilityFailed(models.ReasonExit, "the module could not start: %s", trimTrace(err))
 	}
+	in.mod = mod
 	in.mem = alloc.mem
 	name := "_start"
 	if m.facts.Kind == wasmbin.KindReactor {

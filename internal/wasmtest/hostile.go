@@ -172,3 +172,38 @@ func ManyBlockFunctions(functions, blocks int) []byte {
 
 // Trap traps at once.
 func Trap() []byte { return command([]byte{opUnreachable, opEnd}, nil, nil, nil) }
+
+// StartLoop has a start function (run when the module is instantiated)
+// that loops forever.
+func StartLoop() []byte {
+	m := &wasmbin.Module{
+		Types:   []wasmbin.FuncType{{}},
+		Funcs:   []uint32{0, 0},
+		Exports: []wasmbin.Export{{Name: "_start", Kind: wasmbin.ExternFunc, Index: 0}},
+		Code: []wasmbin.Body{
+			{Code: []byte{opEnd}},
+			{Code: []byte{opLoop, blockEmpty, opBr, 0, opEnd, opEnd}},
+		},
+	}
+	start := uint32(1)
+	m.Start = &start
+	return m.Encode()
+}
+
+// SegmentOutOfBounds writes a data segment past the end of its one page
+// of memory.
+func SegmentOutOfBounds() []byte {
+	m := &wasmbin.Module{
+		Types:    []wasmbin.FuncType{{}},
+		Funcs:    []uint32{0},
+		Memories: []wasmbin.Resizable{{Min: 1}},
+		Exports:  []wasmbin.Export{{Name: "_start", Kind: wasmbin.ExternFunc, Index: 0}},
+		Code:     []wasmbin.Body{{Code: []byte{opEnd}}},
+		Data:     []wasmbin.Data{{Offset: []byte{opI32Const, 0xf8, 0xff, 0x03, opEnd}, Init: []byte("past the end")}}, // at 65528
+	}
+	return m.Encode()
+}
+
+// Invalid is well formed but does not validate: its _start leaves a value
+// on the stack.
+func Invalid() []byte { return command([]byte{opI32Const, 0, opEnd}, nil, nil, nil) }
