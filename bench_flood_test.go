@@ -13,8 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"pluginhost/auth"
-	"pluginhost/httpapi"
+	"pluginhost/gqlhttp"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/wasmtest"
 	"pluginhost/models"
@@ -31,11 +30,11 @@ import (
 //	go test -run '^$' -bench RunFlood -benchtime 300x .
 func BenchmarkRunFlood(b *testing.B) {
 	tuneRuntime()
-	h := newLimitsHost(b, httpapi.Limits{})
+	h := newLimitsHost(b, gqlhttp.Limits{})
 	mallory := h.user(b, "mallory")
 	ctx := context.Background()
 	as := func(token string) *models.User {
-		u, err := (&auth.Service{DB: h.app.db}).Authenticate(ctx, token)
+		u, err := h.env.Auth.Authenticate(ctx, token)
 		if err != nil {
 			b.Fatal(err)
 		}

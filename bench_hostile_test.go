@@ -13,11 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"pluginhost/auth"
-	"pluginhost/httpapi"
+	"pluginhost/gqlhttp"
 	"pluginhost/internal/fixture"
 	"pluginhost/models"
-	"pluginhost/storage"
 )
 
 // BenchmarkHostileLoad measures what a hostile user does to another user's
@@ -33,10 +31,10 @@ import (
 //	go test -run '^$' -bench HostileLoad -benchtime 300x .
 func BenchmarkHostileLoad(b *testing.B) {
 	tuneRuntime()
-	h := newLimitsHost(b, httpapi.Limits{})
+	h := newLimitsHost(b, gqlhttp.Limits{})
 	mallory := h.user(b, "mallory")
 	ctx := context.Background()
-	m, _ := (&auth.Service{DB: h.app.db}).Authenticate(ctx, mallory)
+	m, _ := h.env.Auth.Authenticate(ctx, mallory)
 	inst := h.env.Instance(b, m, h.env.Install(b, m, fixture.Manifest("com.test.hostile", fixture.NS("a", 256*1024), fixture.NS("b", 256*1024))))
 	for i := range 60 {
 		ns := "a"
@@ -44,7 +42,7 @@ func BenchmarkHostileLoad(b *testing.B) {
 			ns = "b"
 		}
 		value := fmt.Sprintf(`{"text":%q}`, strings.Repeat("y", 8000))
-		if _, err := h.env.Store.Create(ctx, storage.Caller{UserID: m.ID}, inst.ID, ns, fmt.Sprint("k", i), models.JSON(value)); err != nil {
+		if _, err := h.env.Store.Create(ctx, models.Caller{UserID: m.ID}, inst.ID, ns, fmt.Sprint("k", i), models.JSON(value)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,12 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"pluginhost/auth"
-	"pluginhost/httpapi"
+	"pluginhost/gqlhttp"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/models"
-	"pluginhost/storage"
 )
 
 // BenchmarkStorageUpdate measures storageUpdate with 32 concurrent clients on
@@ -44,27 +41,22 @@ func BenchmarkStorageUpdate(b *testing.B) {
 	ctx := context.Background()
 	// One user's throughput is measured here, so the per-user bounds that
 	// keep users from crowding each other out are lifted.
-	lifted := httpapi.Limits{MaxInFlightPerUser: clients, MaxInFlight: clients, UserWorkPerSecond: 1 << 30}
-	a, err := newApp(ctx, config{dsn: backend.DSN, dataDir: b.TempDir(), limits: lifted}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer a.close()
-	env := fixture.New(b, backend) // same database, for installing the test plugin
-	token, user, err := (&auth.Service{DB: a.db}).CreateToken(ctx, "bench", false)
+	lifted := gqlhttp.Limits{MaxInFlightPerUser: clients, MaxInFlight: clients, UserWorkPerSecond: 1 << 30}
+	env := fixture.New(b, backend, fixture.Limits(lifted))
+	token, user, err := env.Auth.CreateToken(ctx, "bench", false)
 	if err != nil {
 		b.Fatal(err)
 	}
 	inst := env.Instance(b, user, env.Install(b, user, fixture.Manifest("com.bench.notes", fixture.NS("n", 65536))))
-	caller := storage.Caller{UserID: user.ID}
+	caller := models.Caller{UserID: user.ID}
 	for i := range clients {
 		if _, err := env.Store.Create(ctx, caller, inst.ID, "n", fmt.Sprint("k", i), models.JSON(`{"count":0}`)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(a.handler)
+	srv := httptest.NewServer(env.Server.Handler)
 	defer srv.Close()
-	store := a.store
+	store := env.Store
 
 	revs := make([]int64, clients)
 	for i := range revs {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"pluginhost/cli"
-	"pluginhost/httpapi"
+	"pluginhost/gqlhttp"
 )
 
 // TestDeployFiles checks the Dockerfile, compose.yaml, deploy/nginx.conf and
@@ -95,7 +95,7 @@ func TestDeployFiles(t *testing.T) {
 	}
 	if m := regexp.MustCompile(`client_max_body_size (\d+)m;`).FindStringSubmatch(nginx); m == nil {
 		t.Error("nginx.conf sets no client_max_body_size")
-	} else if n, _ := strconv.Atoi(m[1]); n<<20 < httpapi.DefaultMaxBodyBytes {
-		t.Errorf("nginx.conf accepts %d MiB bodies, less than a GraphQL request may be (%d bytes)", n, httpapi.DefaultMaxBodyBytes)
+	} else if n, _ := strconv.Atoi(m[1]); n<<20 < gqlhttp.DefaultMaxBodyBytes {
+		t.Errorf("nginx.conf accepts %d MiB bodies, less than a GraphQL request may be (%d bytes)", n, gqlhttp.DefaultMaxBodyBytes)
 	}
 }

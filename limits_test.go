@@ -19,19 +19,16 @@ import (
 	"testing"
 	"time"
 
-	"pluginhost/auth"
-	"pluginhost/httpapi"
+	"pluginhost/gqlhttp"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/models"
-	"pluginhost/storage"
 )
 
 // limitsHost is a wired server on SQLite behind a loopback listener, with a
 // log the tests read, and a user who has one Instance with stored items.
 type limitsHost struct {
 	URL      string
-	app      *app
 	env      *fixture.Env
 	log      *lockedBuffer
 	token    string // alice's
@@ -56,29 +53,25 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func newLimitsHost(t testing.TB, limits httpapi.Limits) *limitsHost {
+func newLimitsHost(t testing.TB, limits gqlhttp.Limits) *limitsHost {
 	t.Helper()
 	backend := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/limits.db"}
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a, err := newApp(context.Background(), config{dsn: backend.DSN, dataDir: t.TempDir(), limits: limits}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(a.handler)
+	env := fixture.New(t, backend, fixture.Limits(limits), fixture.Log(log))
+	srv := httptest.NewServer(env.Server.Handler)
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
-		a.close()
 	})
-	h := &limitsHost{URL: srv.URL, app: a, env: fixture.New(t, backend), log: logs, users: map[string]string{}}
+	h := &limitsHost{URL: srv.URL, env: env, log: logs, users: map[string]string{}}
 	h.token = h.user(t, "alice")
-	alice, _ := (&auth.Service{DB: a.db}).Authenticate(context.Background(), h.token)
+	alice, _ := h.env.Auth.Authenticate(context.Background(), h.token)
 	inst := h.env.Instance(t, alice, h.env.Install(t, alice, fixture.Manifest("com.test.limits", fixture.NS("n", 256*1024))))
 	h.instance = inst.ID
 	for i := range 4 {
 		value := fmt.Sprintf(`{"text":%q}`, strings.Repeat("x", 8000))
-		if _, err := h.env.Store.Create(context.Background(), storage.Caller{UserID: alice.ID}, inst.ID, "n", fmt.Sprint("k", i), models.JSON(value)); err != nil {
+		if _, err := h.env.Store.Create(context.Background(), models.Caller{UserID: alice.ID}, inst.ID, "n", fmt.Sprint("k", i), models.JSON(value)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,7 +81,7 @@ func newLimitsHost(t testing.TB, limits httpapi.Limits) *limitsHost {
 // user creates a user and returns its token.
 func (h *limitsHost) user(t testing.TB, name string) string {
 	t.Helper()
-	token, _, err := (&auth.Service{DB: h.app.db}).CreateToken(context.Background(), name, false)
+	token, _, err := h.env.Auth.CreateToken(context.Background(), name, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +164,7 @@ func (h *limitsHost) query(t testing.TB, q string, vars map[string]any) reply {
 // never INTERNAL, never a panic, and the body is not logged.
 func TestClientMistakesAreBadUserInput(t *testing.T) {
 	const maxBody, depth = 4096, 8
-	h := newLimitsHost(t, httpapi.Limits{MaxBodyBytes: maxBody, MaxJSONDepth: depth})
+	h := newLimitsHost(t, gqlhttp.Limits{MaxBodyBytes: maxBody, MaxJSONDepth: depth})
 	const secret = "s3cret-stored-value"
 	nest := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
 	pad := func(total int) string {
@@ -257,7 +250,7 @@ func TestQueryBounds(t *testing.T) {
 		maxFields = 40
 		maxCost   = 1200
 	)
-	h := newLimitsHost(t, httpapi.Limits{MaxQueryBytes: maxBytes, MaxQueryTokens: maxTokens, MaxQueryFields: maxFields, MaxQueryCost: maxCost})
+	h := newLimitsHost(t, gqlhttp.Limits{MaxQueryBytes: maxBytes, MaxQueryTokens: maxTokens, MaxQueryFields: maxFields, MaxQueryCost: maxCost})
 	padTo := func(q string, n int) string { return q + strings.Repeat(" ", n-len(q)) }
 	// {validateManifest(manifest:[]){valid}} is 12 tokens (the end of the
 	// document is not counted), each list item one more.
@@ -312,7 +305,7 @@ func TestQueryBounds(t *testing.T) {
 func TestResponseBudget(t *testing.T) {
 	// alice's Instance holds 4 items of about 8 KB: a snapshot is ~32 KB.
 	const budget = 80 << 10
-	h := newLimitsHost(t, httpapi.Limits{MaxResponseBytes: budget})
+	h := newLimitsHost(t, gqlhttp.Limits{MaxResponseBytes: budget})
 	snap := fmt.Sprintf(`pluginStorageSnapshot(instanceId:%q)`, h.instance)
 	for _, tc := range []struct {
 		name   string
@@ -352,7 +345,7 @@ func (h *limitsHost) stall(t testing.TB, token string, length int) (net.Conn, fu
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	requests, bytes := h.app.limiter.InFlight()
+	requests, bytes := h.env.Server.GraphQL.Limiter().InFlight()
 	start := `{"query":`
 	if len(start) >= length {
 		start = start[:length-1]
@@ -360,7 +353,7 @@ func (h *limitsHost) stall(t testing.TB, token string, length int) (net.Conn, fu
 	fmt.Fprintf(conn, "POST /graphql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", token, length, start)
 	// Wait until the server holds it: admitted, its body's bytes reserved.
 	for {
-		r, b := h.app.limiter.InFlight()
+		r, b := h.env.Server.GraphQL.Limiter().InFlight()
 		if r > requests && b >= bytes+int64(length) {
 			break
 		}
@@ -379,7 +372,7 @@ func (h *limitsHost) stall(t testing.TB, token string, length int) (net.Conn, fu
 // TestBodyReadDeadline: a client that sends its body slower than the read
 // deadline gets 408 and its connection is closed; it cannot hold it open.
 func TestBodyReadDeadline(t *testing.T) {
-	h := newLimitsHost(t, httpapi.Limits{BodyReadTimeout: 200 * time.Millisecond})
+	h := newLimitsHost(t, gqlhttp.Limits{BodyReadTimeout: 200 * time.Millisecond})
 	conn, answer := h.stall(t, h.token, 1000)
 	// One byte at a time, as the attack did, until the server answers.
 	done := make(chan string, 1)
@@ -415,7 +408,7 @@ trickle:
 // bodies held at once at most MaxInFlightBodyBytes (past: 503); another
 // user is served while one user waits on its own bound.
 func TestInFlightBounds(t *testing.T) {
-	h := newLimitsHost(t, httpapi.Limits{MaxInFlightPerUser: 2, MaxInFlight: 4, InFlightWait: 100 * time.Millisecond,
+	h := newLimitsHost(t, gqlhttp.Limits{MaxInFlightPerUser: 2, MaxInFlight: 4, InFlightWait: 100 * time.Millisecond,
 		BodyReadTimeout: time.Minute, MaxBodyBytes: 8192, MaxInFlightBodyBytes: 3 * 8192})
 	bob := h.user(t, "bob")
 	carol := h.user(t, "carol")
@@ -445,7 +438,7 @@ func TestInFlightBounds(t *testing.T) {
 // TestInFlightBodyBytes: bodies announced past the in-flight byte budget wait
 // for it, then get 503; within it they are served.
 func TestInFlightBodyBytes(t *testing.T) {
-	h := newLimitsHost(t, httpapi.Limits{InFlightWait: 100 * time.Millisecond, BodyReadTimeout: time.Minute,
+	h := newLimitsHost(t, gqlhttp.Limits{InFlightWait: 100 * time.Millisecond, BodyReadTimeout: time.Minute,
 		MaxBodyBytes: 8192, MaxInFlightBodyBytes: 2 * 8192})
 	bob := h.user(t, "bob")
 	body := `{"query":"{viewer{id}}"}`
@@ -489,7 +482,7 @@ func TestAutomaticPersistedQueries(t *testing.T) {
 	q2 := "query Two {viewer{name}}" + strings.Repeat(" ", 200)
 	q3 := "query Three {viewer{admin}}"
 	cost := func(q string) int64 { return int64(64 + 64 + len(q)) }
-	h := newLimitsHost(t, httpapi.Limits{APQCacheBytes: cost(q1) + cost(q2)})
+	h := newLimitsHost(t, gqlhttp.Limits{APQCacheBytes: cost(q1) + cost(q2)})
 	ok := func(step string, r reply) {
 		t.Helper()
 		if r.Status != 200 || len(r.Errors) > 0 || !strings.Contains(string(r.Data), "viewer") {
@@ -524,7 +517,7 @@ func TestAutomaticPersistedQueries(t *testing.T) {
 	notFound("the least recently used, dropped", h.persisted(t, "", sha(q1)))
 	ok("the most recently used, kept", h.persisted(t, "", sha(q3)))
 	// A query refused by the bounds is not kept.
-	long := "{viewer{id}}" + strings.Repeat(" ", httpapi.DefaultMaxQueryBytes)
+	long := "{viewer{id}}" + strings.Repeat(" ", gqlhttp.DefaultMaxQueryBytes)
 	if r := h.persisted(t, long, sha(long)); r.reason() != "QUERY_TOO_LARGE" {
 		t.Fatalf("a query past the length bound: %.300s", r.Raw)
 	}
@@ -536,7 +529,7 @@ func TestAutomaticPersistedQueries(t *testing.T) {
 // refused with 429 past InFlightWait; another user is not held back.
 func TestUserWorkRate(t *testing.T) {
 	// A burst of 2*100 + 1024/1024 + 10 = 211 units, refilled at 1 a second.
-	h := newLimitsHost(t, httpapi.Limits{UserWorkPerSecond: 1, MaxQueryCost: 100, MaxBodyBytes: 1024, InFlightWait: 50 * time.Millisecond})
+	h := newLimitsHost(t, gqlhttp.Limits{UserWorkPerSecond: 1, MaxQueryCost: 100, MaxBodyBytes: 1024, InFlightWait: 50 * time.Millisecond})
 	bob := h.user(t, "bob")
 	// 10 + 0 + 40 units: installations (20 assumed) of one object each, twice.
 	body := `{"query":"{a:installations{id} b:installations{id}}"}`

@@ -3,13 +3,12 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"pluginhost/gqlhttp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
-
-	"pluginhost/httpapi"
 )
 
 // wsClient is a raw websocket client of /graphql.
@@ -79,33 +78,33 @@ func (c *wsClient) closeCode() (int, string) {
 // websockets (one past: close 1008), the server MaxWebsockets (one past:
 // close 1013); a closed websocket frees its place.
 func TestWebsocketCaps(t *testing.T) {
-	h := newLimitsHost(t, httpapi.Limits{MaxWebsocketsPerUser: 2, MaxWebsockets: 4})
+	h := newLimitsHost(t, gqlhttp.Limits{MaxWebsocketsPerUser: 2, MaxWebsockets: 4})
 	bob := h.user(t, "bob")
 	first := h.dial(t, "graphql-transport-ws")
 	first.init(h.token)
 	h.dial(t, "graphql-transport-ws").init(h.token) // alice at her limit
 	third := h.dial(t, "graphql-transport-ws")
 	third.send(`{"type":"connection_init","payload":{"Authorization":"Bearer ` + h.token + `"}}`)
-	if code, reason := third.closeCode(); code != httpapi.CloseUserSocketLimit {
-		t.Fatalf("alice one past her limit: close %d %q, want %d", code, reason, httpapi.CloseUserSocketLimit)
+	if code, reason := third.closeCode(); code != gqlhttp.CloseUserSocketLimit {
+		t.Fatalf("alice one past her limit: close %d %q, want %d", code, reason, gqlhttp.CloseUserSocketLimit)
 	}
 	h.dial(t, "graphql-ws").init(bob) // bob is not held back by alice
 	first.conn.Close()
-	for h.app.sockets.Connections() > 2 {
+	for h.env.Server.GraphQL.Sockets.Connections() > 2 {
 		time.Sleep(time.Millisecond) // until the server has seen the close
 	}
 	h.dial(t, "graphql-transport-ws").init(h.token) // alice's place is free again
 	h.dial(t, "graphql-transport-ws")               // the server at its limit: 4 open
 	over := h.dial(t, "graphql-transport-ws")
-	if code, reason := over.closeCode(); code != httpapi.CloseServerSocketLimit {
-		t.Fatalf("one past the server's limit: close %d %q, want %d", code, reason, httpapi.CloseServerSocketLimit)
+	if code, reason := over.closeCode(); code != gqlhttp.CloseServerSocketLimit {
+		t.Fatalf("one past the server's limit: close %d %q, want %d", code, reason, gqlhttp.CloseServerSocketLimit)
 	}
 }
 
 // TestWebsocketProtocolErrors: the graphql-transport-ws rules close the
 // connection with the protocol's codes, on both subprotocols.
 func TestWebsocketProtocolErrors(t *testing.T) {
-	h := newLimitsHost(t, httpapi.Limits{})
+	h := newLimitsHost(t, gqlhttp.Limits{})
 	sub := func(id string) string {
 		return `{"id":"` + id + `","type":"subscribe","payload":{"query":"subscription($i:ID!){storageChanged(instanceId:$i){storageRevision}}","variables":{"i":"` + h.instance + `"}}}`
 	}
@@ -153,7 +152,7 @@ func TestWebsocketProtocolErrors(t *testing.T) {
 // operation over the socket waits, then gets TOO_MANY_REQUESTS; another
 // user's goes through; and once a place frees up, the socket's goes through.
 func TestWebsocketOperationsShareInFlightBounds(t *testing.T) {
-	h := newLimitsHost(t, httpapi.Limits{MaxInFlightPerUser: 2, MaxInFlight: 8, InFlightWait: 100 * time.Millisecond,
+	h := newLimitsHost(t, gqlhttp.Limits{MaxInFlightPerUser: 2, MaxInFlight: 8, InFlightWait: 100 * time.Millisecond,
 		BodyReadTimeout: time.Minute, MaxBodyBytes: 8192})
 	bob := h.user(t, "bob")
 	query := func(c *wsClient, id string) map[string]any {
@@ -183,7 +182,7 @@ func TestWebsocketOperationsShareInFlightBounds(t *testing.T) {
 	for alice.next()["type"] != "complete" {
 	}
 	for { // the server sees the closed requests go
-		if requests, _ := h.app.limiter.InFlight(); requests == 0 {
+		if requests, _ := h.env.Server.GraphQL.Limiter().InFlight(); requests == 0 {
 			break
 		}
 		time.Sleep(time.Millisecond)

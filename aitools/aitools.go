@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"pluginhost/access"
 	"pluginhost/capability"
-	"pluginhost/database"
 	"pluginhost/metrics"
 	"pluginhost/models"
 	"pluginhost/sandbox"
@@ -16,16 +16,12 @@ import (
 // Service lists and runs the AI's tools: the standard storage tools, and the
 // plugins' own runnable tool and skill capabilities.
 type Service struct {
-	DB      *database.DB
 	Storage *storage.Service
 	Handles *Handles
+	// Gate lists the Instances a user's AI may use.
+	Gate *access.Gate
 	// Capabilities runs plugin capabilities; nil lists and runs none.
-	Capabilities Runner
-}
-
-// Runner runs a plugin capability (capability.Service).
-type Runner interface {
-	Run(ctx context.Context, call capability.Call) (*models.ExtensionResult, error)
+	Capabilities *capability.Service
 }
 
 // NamespaceAccess is a namespace a tool may use, with the AI's access to it.
@@ -49,27 +45,18 @@ type Tool struct {
 // tool per runnable tool or skill capability, whose namespaces are those its
 // host actions could change with the consent (read_write ones).
 func (s *Service) Tools(ctx context.Context, user *models.User) ([]Tool, error) {
-	var rows []struct {
-		InstanceID string
-		Generation int64
-		Manifest   string
-		AIConsent  bool
-	}
-	err := s.DB.Read.WithContext(ctx).Table("instances").
-		Select("instances.id AS instance_id, installations.generation, installations.manifest, installations.ai_consent").
-		Joins("JOIN installations ON installations.id = instances.installation_id").
-		Where("instances.user_id = ? AND instances.enabled = ? AND installations.status = ?",
-			user.ID, true, models.InstallationInstalled).
-		Order("instances.created_at, instances.id").Scan(&rows).Error
+	targets, err := s.Gate.List(ctx, user.ID)
 	if err != nil {
 		return nil, err
 	}
 	tools := []Tool{}
-	for _, r := range rows {
-		var m models.Manifest
-		if err := json.Unmarshal([]byte(r.Manifest), &m); err != nil {
-			return nil, err
-		}
+	for _, t := range targets {
+		m := t.Manifest
+		r := struct {
+			InstanceID string
+			Generation int64
+			AIConsent  bool
+		}{t.Instance.ID, t.Installation.Generation, t.Installation.AIConsent}
 		st := m.EffectiveStorage()
 		if s.Capabilities != nil {
 			// The namespaces the Instance's capabilities may change; its
@@ -118,7 +105,7 @@ func (s *Service) Tools(ctx context.Context, user *models.User) ([]Tool, error) 
 func (s *Service) Invoke(ctx context.Context, user *models.User, handle string, args models.JSON) (out *models.ExtensionResult, callErr error) {
 	instanceID, tool, generation, err := s.Handles.Open(handle)
 	defer func() { metrics.AICall(tool, callErr) }()
-	c := storage.Caller{UserID: user.ID, AI: true, Generation: generation, Actor: storage.ActorAI, Capability: tool}
+	c := models.Caller{UserID: user.ID, AI: true, Generation: generation, Actor: models.ActorAI, Capability: tool}
 	if err != nil {
 		err = models.Errorf(models.ErrPermissionDenied, "the tool handle is not valid: %v", err)
 		c.Capability = "unknown"
@@ -147,11 +134,11 @@ func (s *Service) runCapability(ctx context.Context, user *models.User, instance
 	}
 	if field, ok := storage.ScopeArgument(args); ok {
 		err := models.Errorf(models.ErrInvalid, "arguments must not name a scope (%s): the tool handle fixes the Instance", field)
-		s.Storage.RecordRefusal(storage.Caller{UserID: user.ID, Actor: storage.ActorAI, Capability: id}, instanceID, "", "", err)
+		s.Storage.RecordRefusal(models.Caller{UserID: user.ID, Actor: models.ActorAI, Capability: id}, instanceID, "", "", err)
 		return nil, err
 	}
-	return s.Capabilities.Run(ctx, capability.Call{UserID: user.ID, InstanceID: instanceID, Capability: id,
-		Arguments: args, Generation: generation, Trigger: sandbox.TriggerAI})
+	return s.Capabilities.Run(ctx, capability.Call{Caller: models.Caller{UserID: user.ID, Generation: generation}, InstanceID: instanceID, Capability: id,
+		Arguments: args, Trigger: sandbox.TriggerAI})
 }
 
 // argScope reads the namespace and key of arguments for the audit trail.

@@ -106,8 +106,8 @@ func TestAIAccess(t *testing.T) {
 		if _, err := e.AI.Invoke(ctx, alice, create, js(map[string]any{"namespace": "notes", "key": "k", "value": "v"})); err != nil {
 			t.Fatalf("AI create: %v", err)
 		}
-		e.Store.Create(ctx, storage.Caller{UserID: alice.ID}, a1.ID, "prefs", "theme", js("dark"))
-		e.Store.Create(ctx, storage.Caller{UserID: alice.ID}, a1.ID, "private", "p", js(1))
+		e.Store.Create(ctx, models.Caller{UserID: alice.ID}, a1.ID, "prefs", "theme", js("dark"))
+		e.Store.Create(ctx, models.Caller{UserID: alice.ID}, a1.ID, "private", "p", js(1))
 		get := handle(t, e, alice, a1.ID, models.ToolGet)
 		update := handle(t, e, alice, a1.ID, models.ToolUpdate)
 		del := handle(t, e, alice, a1.ID, models.ToolDelete)
@@ -170,7 +170,7 @@ func TestAIAccess(t *testing.T) {
 			_, err := e.AI.Invoke(ctx, alice, get, js(map[string]any{"namespace": "notes", "key": "k2", "value": 1}))
 			wantCode(t, err, models.ErrInvalid)
 			// a1's handle never reaches a2's data.
-			e.Store.Create(ctx, storage.Caller{UserID: alice.ID}, a2.ID, "notes", "only-a2", js(1))
+			e.Store.Create(ctx, models.Caller{UserID: alice.ID}, a2.ID, "notes", "only-a2", js(1))
 			_, err = e.AI.Invoke(ctx, alice, get, js(map[string]any{"namespace": "notes", "key": "only-a2"}))
 			wantCode(t, err, models.ErrNotFound)
 			// A handle from another host secret does not open here.
@@ -226,7 +226,7 @@ func TestAIAccess(t *testing.T) {
 			}
 			var ok, refused int
 			for _, en := range entries {
-				if en.Actor != storage.ActorAI {
+				if en.Actor != models.ActorAI {
 					t.Fatalf("actor %q", en.Actor)
 				}
 				if en.Outcome == storage.OutcomeOK {

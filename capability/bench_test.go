@@ -21,7 +21,7 @@ import (
 // (sandbox.BenchmarkEchoModuleOnly).
 func BenchmarkHostPathEcho(b *testing.B) {
 	h := newHostTB(b, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + b.TempDir() + "/pluginhost.db"})
-	call := capability.Call{UserID: h.user.ID, InstanceID: h.inst.ID, Capability: "notes.echo", Arguments: models.JSON(`{"a":1}`), Trigger: sandbox.TriggerInvoke}
+	call := capability.Call{Caller: models.Caller{UserID: h.user.ID}, InstanceID: h.inst.ID, Capability: "notes.echo", Arguments: models.JSON(`{"a":1}`), Trigger: sandbox.TriggerInvoke}
 	if _, err := h.runs.Run(context.Background(), call); err != nil { // compile
 		b.Fatal(err)
 	}

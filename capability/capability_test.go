@@ -55,8 +55,8 @@ func newHost(t *testing.T, b testenv.Backend) *host { return newHostTB(t, b) }
 
 func newHostTB(t testing.TB, b testenv.Backend) *host {
 	t.Helper()
-	env := fixture.New(t, b)
-	h := &host{env: env, runs: env.Capabilities(t, sandbox.Limits{Timeout: 3 * time.Second})}
+	env := fixture.New(t, b, fixture.RunLimits(sandbox.Limits{Timeout: 3 * time.Second}))
+	h := &host{env: env, runs: env.Runs}
 	h.user = env.User(t, "alice")
 	files := map[string][]byte{}
 	for _, name := range []string{"echo", "request", "exit3"} {
@@ -72,13 +72,13 @@ func newHostTB(t testing.TB, b testenv.Backend) *host {
 }
 
 func (h *host) run(capabilityID, args string) (*models.ExtensionResult, error) {
-	return h.runs.Run(context.Background(), capability.Call{UserID: h.user.ID, InstanceID: h.inst.ID, Capability: capabilityID,
+	return h.runs.Run(context.Background(), capability.Call{Caller: models.Caller{UserID: h.user.ID}, InstanceID: h.inst.ID, Capability: capabilityID,
 		Arguments: models.JSON(args), Trigger: sandbox.TriggerInvoke})
 }
 
 func (h *host) revision(t *testing.T) int64 {
 	t.Helper()
-	snap, err := h.env.Store.Snapshot(context.Background(), storage.Caller{UserID: h.user.ID}, h.inst.ID)
+	snap, err := h.env.Store.Snapshot(context.Background(), models.Caller{UserID: h.user.ID}, h.inst.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +108,7 @@ func set(ns, key, value string, revision ...int) string {
 func TestRunAppliesHostActions(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		h := newHost(t, b)
-		sub := h.env.Bus.Subscribe(h.inst.ID)
-		defer sub.Close()
+		sub := h.env.Changes(t, h.user, h.inst.ID)
 		res, err := h.run("notes.request", `{"host_actions":[`+set("notes", "a", `{"t":1}`)+`,`+set("notes", "b", `2`)+`]}`)
 		if err != nil {
 			t.Fatal(err)
@@ -139,7 +138,7 @@ func TestRunAppliesHostActions(t *testing.T) {
 			t.Fatalf("request %+v", data.Request)
 		}
 		// Both runs are audited, with their actor and outcome.
-		entries, _, err := h.env.Store.Audit(context.Background(), h.user.ID, storage.AuditQuery{Actor: storage.ActorCapability})
+		entries, _, err := h.env.Store.Audit(context.Background(), h.user.ID, storage.AuditQuery{Actor: models.ActorCapability})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,20 +204,20 @@ func TestRunRules(t *testing.T) {
 			code   models.Code
 			reason string
 		}{
-			{"another user's Instance", capability.Call{UserID: bob.ID, Capability: "notes.echo"}, models.ErrPermissionDenied, ""},
+			{"another user's Instance", capability.Call{Caller: models.Caller{UserID: bob.ID}, Capability: "notes.echo"}, models.ErrPermissionDenied, ""},
 			{"an unknown Instance", capability.Call{InstanceID: "inst_nope", Capability: "notes.echo"}, models.ErrPermissionDenied, ""},
-			{"a stale generation", capability.Call{Capability: "notes.echo", Generation: 2}, models.ErrConflict, ""},
+			{"a stale generation", capability.Call{Caller: models.Caller{Generation: 2}, Capability: "notes.echo"}, models.ErrConflict, ""},
 			{"an undeclared capability", capability.Call{Capability: "notes.nope"}, models.ErrInvalid, ""},
 			{"a capability without a module", capability.Call{Capability: "notes.none"}, models.ErrCapabilityFailed, models.ReasonNoModule},
 			{"arguments that break input_schema", capability.Call{Capability: "notes.schema", Arguments: models.JSON(`{"limit":11}`)}, models.ErrBadUserInput, ""},
 			{"arguments that are not an object", capability.Call{Capability: "notes.echo", Arguments: models.JSON(`[]`)}, models.ErrBadUserInput, ""},
-			{"the current generation", capability.Call{Capability: "notes.echo", Generation: 1}, "", ""},
+			{"the current generation", capability.Call{Caller: models.Caller{Generation: 1}, Capability: "notes.echo"}, "", ""},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				c := tt.call
-				if c.UserID == "" {
-					c.UserID = h.user.ID
+				if c.Caller.UserID == "" {
+					c.Caller.UserID = h.user.ID
 				}
 				if c.InstanceID == "" {
 					c.InstanceID = h.inst.ID
@@ -310,7 +309,7 @@ func TestAICapabilities(t *testing.T) {
 		if h.revision(t) != before+1 {
 			t.Fatal("the AI run's host action was not applied")
 		}
-		entries, _, _ := h.env.Store.Audit(ctx, h.user.ID, storage.AuditQuery{Actor: storage.ActorAI})
+		entries, _, _ := h.env.Store.Audit(ctx, h.user.ID, storage.AuditQuery{Actor: models.ActorAI})
 		if len(entries) == 0 || entries[0].Operation != storage.OperationRun || entries[0].Outcome != "ok" {
 			t.Fatalf("AI runs not audited: %+v", entries)
 		}
@@ -349,8 +348,8 @@ func runsByOutcome(t *testing.T) map[string]float64 {
 // structural limit is refused naming the limit; nothing of either is
 // installed.
 func TestInstallCompilesModules(t *testing.T) {
-	env := fixture.New(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
-	env.Capabilities(t, sandbox.Limits{CompileTimeout: 50 * time.Millisecond})
+	env := fixture.New(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"},
+		fixture.RunLimits(sandbox.Limits{CompileTimeout: 50 * time.Millisecond}))
 	user := env.User(t, "alice")
 	for _, tt := range []struct {
 		name string

@@ -1,22 +1,24 @@
-// Package changes carries committed storage changes to the subscribers that
-// watch an Instance: the in-process bus, and (with Redis) across replicas.
+// Package changes carries committed storage changes to the sinks that watch
+// an Instance: the in-process bus, and (with Redis, package relay) across
+// replicas. Publishing never blocks: a sink's Deliver must not block either
+// (live.Hub's subscriptions queue what they cannot send yet, dropping the
+// oldest, so that a client always ends on the latest revision).
 //
-// Publishing never blocks. Each subscription has a bounded queue; a subscriber
-// that falls behind is not allowed to grow memory or slow anyone: once its
-// queue is full, further changes are coalesced into the latest one, which it
-// receives after the queued ones. A client therefore always ends on the latest
-// storage revision, and a jump in revisions tells it that it missed changes.
+// Publisher is what a committer of changes publishes to: the bus, for the
+// storage and lifecycle services.
 package changes
 
 import (
-	"context"
 	"sync"
 
 	"pluginhost/models"
 )
 
-// QueueLength is how many changes a subscription holds before coalescing.
-const QueueLength = 16
+// Publisher receives every committed change, in storage revision order per
+// Instance. Publish must not block.
+type Publisher interface {
+	Publish(models.StorageChange)
+}
 
 // Sink receives the changes of one Instance. Deliver is called by publishers
 // and must not block.
@@ -77,13 +79,6 @@ func (b *Bus) Unwatch(instanceID string, s Sink) {
 	b.mu.Unlock()
 }
 
-// Subscribe returns a queue of one Instance's changes, read with Next.
-func (b *Bus) Subscribe(instanceID string) *Subscription {
-	s := &Subscription{bus: b, instanceID: instanceID, notify: make(chan struct{}, 1), done: make(chan struct{})}
-	b.Watch(instanceID, s)
-	return s
-}
-
 // Instances returns the Instances that have local subscribers.
 func (b *Bus) Instances() []string {
 	b.mu.RLock()
@@ -104,86 +99,4 @@ func (b *Bus) Subscribers() int {
 		n += len(m)
 	}
 	return n
-}
-
-// Subscription is a queue of one Instance's changes.
-type Subscription struct {
-	bus        *Bus
-	instanceID string
-	notify     chan struct{}
-	done       chan struct{}
-	closeOnce  sync.Once
-
-	mu        sync.Mutex
-	queue     []models.StorageChange
-	latest    *models.StorageChange // coalesced changes past a full queue
-	coalesced int
-}
-
-// Deliver queues a change; past a full queue, changes fold into the latest.
-func (s *Subscription) Deliver(c models.StorageChange) {
-	s.mu.Lock()
-	if len(s.queue) < QueueLength && s.latest == nil {
-		s.queue = append(s.queue, c)
-	} else {
-		if s.latest != nil {
-			s.coalesced++ // the previous latest is folded into this one
-		}
-		s.latest = &c
-	}
-	s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-}
-
-// Next waits for the next change. It returns false when the subscription is
-// closed or ctx ends.
-func (s *Subscription) Next(ctx context.Context) (models.StorageChange, bool) {
-	for {
-		s.mu.Lock()
-		if len(s.queue) > 0 {
-			c := s.queue[0]
-			s.queue = s.queue[1:]
-			if len(s.queue) == 0 {
-				s.queue = nil // let the backing array go
-			}
-			s.mu.Unlock()
-			return c, true
-		}
-		if s.latest != nil {
-			c := *s.latest
-			s.latest = nil
-			s.mu.Unlock()
-			return c, true
-		}
-		s.mu.Unlock()
-		select {
-		case <-s.notify:
-		case <-s.done:
-			return models.StorageChange{}, false
-		case <-ctx.Done():
-			return models.StorageChange{}, false
-		}
-	}
-}
-
-// Coalesced returns how many changes were folded into a later one because the
-// subscriber fell behind.
-func (s *Subscription) Coalesced() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.coalesced
-}
-
-// Done is closed when the subscription is closed.
-func (s *Subscription) Done() <-chan struct{} { return s.done }
-
-// Close ends the subscription; Next returns false from then on.
-func (s *Subscription) Close() {
-	s.closeOnce.Do(func() {
-		s.bus.Unwatch(s.instanceID, s)
-		close(s.done)
-	})
 }

@@ -18,7 +18,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"pluginhost/internal/redact"
+	"pluginhost/redact"
 )
 
 // Dialects.

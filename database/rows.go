@@ -148,3 +148,53 @@ func (r ItemRow) Model() models.StorageItem {
 		CreatedAt: FromMicros(r.CreatedAt), UpdatedAt: FromMicros(r.UpdatedAt),
 	}
 }
+
+// ModuleRow is a capability module of an Installation's package, at the
+// generation it belongs to.
+type ModuleRow struct {
+	InstallationID string `gorm:"primaryKey"`
+	Generation     int64  `gorm:"primaryKey"`
+	Path           string `gorm:"primaryKey"`
+	SHA256         string `gorm:"column:sha256"`
+	Content        []byte
+}
+
+func (ModuleRow) TableName() string { return "capability_modules" }
+
+// ExtensionConfigRow is a row of extension_configs.
+type ExtensionConfigRow struct {
+	InstallationID string `gorm:"primaryKey"`
+	ExtensionID    string `gorm:"primaryKey"`
+	Position       int
+	Point          string
+	Generation     int64
+	Config         string
+}
+
+func (ExtensionConfigRow) TableName() string { return "extension_configs" }
+
+// ExtensionStateRow is a row of extension_states: one extension's persisted state of
+// one Instance, a JSON object as compact JSON.
+type ExtensionStateRow struct {
+	InstanceID     string `gorm:"primaryKey"`
+	ExtensionID    string `gorm:"primaryKey"`
+	InstallationID string
+	State          string
+	UpdatedAt      int64
+}
+
+func (ExtensionStateRow) TableName() string { return "extension_states" }
+
+// ResponseContainerRow is a row of response_containers: the response container of one
+// AI message of one user, created when a selected response UI rendered.
+type ResponseContainerRow struct {
+	UserID      string `gorm:"primaryKey"`
+	MessageID   string `gorm:"primaryKey"`
+	InstanceID  string
+	ExtensionID string
+	Generation  int64
+	Capability  string
+	CreatedAt   int64
+}
+
+func (ResponseContainerRow) TableName() string { return "response_containers" }

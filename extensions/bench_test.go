@@ -6,6 +6,7 @@ import (
 
 	"pluginhost/extensions"
 	"pluginhost/internal/testenv"
+	"pluginhost/models"
 )
 
 // Benchmarks of what an app client and the AI call most, on SQLite:
@@ -23,14 +24,14 @@ func BenchmarkHosting(b *testing.B) {
 	result := js(weatherResult(inst.ID))
 	b.Run("uiConfig", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if _, err := h.ext.UIConfig(ctx, alice, inst.ID, "main"); err != nil {
+			if _, err := h.ext.UIConfig(ctx, models.Caller{UserID: alice.ID}, inst.ID, "main"); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("setExtensionState", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if _, err := h.ext.SetState(ctx, alice, inst.ID, "main", js(map[string]any{"city": fmt.Sprint(i)})); err != nil {
+			if _, err := h.ext.SetState(ctx, models.Caller{UserID: alice.ID}, inst.ID, "main", js(map[string]any{"city": fmt.Sprint(i)})); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -15,7 +15,6 @@ import (
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/models"
-	"pluginhost/storage"
 )
 
 var ctx = context.Background()
@@ -155,20 +154,20 @@ func TestConfigsStoredAndServed(t *testing.T) {
 			t.Fatalf("schemas changed: %s %s", c.InputSchema, c.OutputSchema)
 		}
 
-		ui, err := h.ext.UIConfig(ctx, alice, inst.ID, "detail")
+		ui, err := h.ext.UIConfig(ctx, models.Caller{UserID: alice.ID}, inst.ID, "detail")
 		noErr(t, err)
 		if ui.Generation != 1 || ui.Point != "screen" || string(ui.Config) != compact(t, files["ui/detail.json"]) || string(ui.PersistedState) != "{}" {
 			t.Fatalf("uiConfig = %+v", ui)
 		}
-		_, err = h.ext.UIConfig(ctx, alice, inst.ID, "nope")
+		_, err = h.ext.UIConfig(ctx, models.Caller{UserID: alice.ID}, inst.ID, "nope")
 		wantCode(t, err, models.ErrBadUserInput)
-		_, err = h.ext.UIConfig(ctx, bob, inst.ID, "main")
+		_, err = h.ext.UIConfig(ctx, models.Caller{UserID: bob.ID}, inst.ID, "main")
 		wantCode(t, err, models.ErrPermissionDenied)
-		_, err = h.ext.UIConfig(ctx, alice, "ins_unknown", "main")
+		_, err = h.ext.UIConfig(ctx, models.Caller{UserID: alice.ID}, "ins_unknown", "main")
 		wantCode(t, err, models.ErrPermissionDenied)
 		_, err = h.Life.SetInstanceEnabled(ctx, alice, inst.ID, false)
 		noErr(t, err)
-		_, err = h.ext.UIConfig(ctx, alice, inst.ID, "main")
+		_, err = h.ext.UIConfig(ctx, models.Caller{UserID: alice.ID}, inst.ID, "main")
 		wantCode(t, err, models.ErrPermissionDenied)
 		_, err = h.Life.SetInstanceEnabled(ctx, alice, inst.ID, true)
 		noErr(t, err)
@@ -180,7 +179,7 @@ func TestConfigsStoredAndServed(t *testing.T) {
 		})
 		_, err = h.Life.Update(ctx, alice, instl.ID, h.pkg(t, v2))
 		noErr(t, err)
-		ui, err = h.ext.UIConfig(ctx, alice, inst.ID, "detail")
+		ui, err = h.ext.UIConfig(ctx, models.Caller{UserID: alice.ID}, inst.ID, "detail")
 		noErr(t, err)
 		if ui.Generation != 2 || string(ui.Config) != compact(t, v2["ui/detail.json"]) {
 			t.Fatalf("after update: gen %d %s", ui.Generation, ui.Config)
@@ -203,7 +202,7 @@ func TestConfigsStoredAndServed(t *testing.T) {
 		if len(exts) != 2 || string(exts[1].Config) != compact(t, v3["ui/detail.json"]) || exts[1].Generation != 3 {
 			t.Fatalf("after reinstall: %+v", exts)
 		}
-		_, err = h.ext.UIConfig(ctx, alice, inst.ID, "forecast")
+		_, err = h.ext.UIConfig(ctx, models.Caller{UserID: alice.ID}, inst.ID, "forecast")
 		wantCode(t, err, models.ErrBadUserInput)
 	})
 }
@@ -254,11 +253,9 @@ func TestPackageChangePublished(t *testing.T) {
 		alice := h.User(t, "alice")
 		instl := h.install(t, alice, weather(t, "1.0.0", nil))
 		moved, still := h.Instance(t, alice, instl), h.Instance(t, alice, instl)
-		_, err := h.Store.Create(ctx, storage.Caller{UserID: alice.ID}, moved.ID, "places", "bern", models.JSON(`1`))
+		_, err := h.Store.Create(ctx, models.Caller{UserID: alice.ID}, moved.ID, "places", "bern", models.JSON(`1`))
 		noErr(t, err)
-		subMoved, subStill := h.Bus.Subscribe(moved.ID), h.Bus.Subscribe(still.ID)
-		defer subMoved.Close()
-		defer subStill.Close()
+		subMoved, subStill := h.Changes(t, alice, moved.ID), h.Changes(t, alice, still.ID)
 		v2 := weather(t, "1.1.0", func(m map[string]any, _ map[string][]byte) {
 			st := m["storage"].(map[string]any)
 			st["version"] = 2
@@ -280,7 +277,7 @@ func TestPackageChangePublished(t *testing.T) {
 			t.Fatalf("change of the untouched Instance = %+v, want package at revision 1, generation 2", c)
 		}
 		// Storage changes carry the generation too.
-		_, err = h.Store.Create(ctx, storage.Caller{UserID: alice.ID}, still.ID, "places", "k", models.JSON(`1`))
+		_, err = h.Store.Create(ctx, models.Caller{UserID: alice.ID}, still.ID, "places", "k", models.JSON(`1`))
 		noErr(t, err)
 		if c, _ = subStill.Next(ctx); c.Operation != models.OpCreate || c.Generation != 2 {
 			t.Fatalf("create = %+v, want generation 2", c)

@@ -15,24 +15,11 @@ import (
 
 	"gorm.io/gorm"
 
+	"pluginhost/access"
 	"pluginhost/database"
-	"pluginhost/jsonschema"
 	"pluginhost/models"
+	"pluginhost/uiconfig"
 )
-
-// containerRow is a row of response_containers: the response container of one
-// AI message of one user, created when a selected response UI rendered.
-type containerRow struct {
-	UserID      string `gorm:"primaryKey"`
-	MessageID   string `gorm:"primaryKey"`
-	InstanceID  string
-	ExtensionID string
-	Generation  int64
-	Capability  string
-	CreatedAt   int64
-}
-
-func (containerRow) TableName() string { return "response_containers" }
 
 // HandleKey derives the key of response candidate handles from the server
 // secret, so that a response handle and an AI tool handle can never stand
@@ -58,15 +45,15 @@ func (s *Service) Candidates(ctx context.Context, user *models.User) ([]models.R
 		Select("instances.id AS instance_id, extension_configs.extension_id, installations.generation, extension_configs.config").
 		Joins("JOIN installations ON installations.id = instances.installation_id").
 		Joins("JOIN extension_configs ON extension_configs.installation_id = installations.id").
-		Where("instances.user_id = ? AND instances.enabled = ? AND installations.status = ? AND extension_configs.point = ?",
-			user.ID, true, models.InstallationInstalled, models.PointResponse).
+		Where("instances.user_id = ? AND "+access.Usable+" AND extension_configs.point = ?",
+			append(append([]any{user.ID}, access.UsableArgs()...), models.PointResponse)...).
 		Order("instances.created_at, instances.id, extension_configs.position").Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("response candidates: %w", err)
 	}
 	out := make([]models.ResponseCandidate, 0, len(rows))
 	for _, r := range rows {
-		a := parseConfig([]byte(r.Config)).a2ui
+		a := uiconfig.Read([]byte(r.Config)).A2UI
 		if a == nil {
 			continue // a response config always has a2ui (validated)
 		}
@@ -142,27 +129,27 @@ func (s *Service) Select(ctx context.Context, user *models.User, sel Selection) 
 	if err != nil {
 		return refused("the handle is not a response candidate handle issued by this host; take one from responseCandidates"), nil
 	}
-	in, err := s.lookup(ctx, s.DB.Read, instanceID)
-	if err != nil {
+	// The gate's rule, but a disabled Instance is one of the checks, below,
+	// and so is an Instance that is not the viewer's.
+	in, err := instance(ctx, s.DB.Read, models.Caller{UserID: user.ID, Generation: generation}, instanceID, access.Manage)
+	switch models.ErrorCode(err) {
+	case "":
+	case models.ErrPermissionDenied:
+		return refused(err.Error()), nil
+	default:
 		return nil, err
-	}
-	if in == nil || in.UserID != user.ID || in.Status != models.InstallationInstalled {
-		return refused(fmt.Sprintf("instance %q does not exist or does not belong to you", instanceID)), nil
-	}
-	if in.Generation != generation {
-		return nil, models.Errorf(models.ErrConflict, "stale response handle: it was issued for package generation %d, the Installation is now at generation %d; take a new one from responseCandidates", generation, in.Generation)
 	}
 	c, err := s.config(ctx, s.DB.Read, in, extension)
 	if err != nil {
 		return nil, err
 	}
-	cfg := parseConfig([]byte(c.Config))
+	cfg := uiconfig.Read([]byte(c.Config))
 	var reasons []models.Problem
-	if !in.Enabled {
+	if !in.Instance.Enabled {
 		reasons = append(reasons, models.Problem{Code: models.ResponsePermission,
-			Message: fmt.Sprintf("instance %q is disabled: nothing of it is shown until it is enabled", in.ID)})
+			Message: fmt.Sprintf("instance %q is disabled: nothing of it is shown until it is enabled", instanceID)})
 	}
-	probs, err := checkResult(cfg, extension, sel.Capability, in.ID, sel.Result)
+	probs, err := cfg.CheckResult(extension, sel.Capability, instanceID, sel.Result)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +164,7 @@ func (s *Service) Select(ctx context.Context, user *models.User, sel Selection) 
 	if len(reasons) > 0 {
 		return &models.ResponseRender{Reasons: reasons}, nil
 	}
-	row := containerRow{UserID: user.ID, MessageID: sel.MessageID, InstanceID: in.ID, ExtensionID: extension,
+	row := database.ResponseContainerRow{UserID: user.ID, MessageID: sel.MessageID, InstanceID: instanceID, ExtensionID: extension,
 		Generation: generation, Capability: sel.Capability, CreatedAt: time.Now().UnixMicro()}
 	if err := s.DB.Write.WithContext(ctx).Create(&row).Error; err != nil {
 		if database.IsDuplicate(err) { // a concurrent selection for the same message won
@@ -186,7 +173,7 @@ func (s *Service) Select(ctx context.Context, user *models.User, sel Selection) 
 		return nil, fmt.Errorf("record response container: %w", err)
 	}
 	data := map[string]json.RawMessage{}
-	for _, src := range cfg.sources {
+	for _, src := range cfg.Sources {
 		if src.Capability == sel.Capability {
 			data[src.ID] = json.RawMessage(sel.Result)
 		}
@@ -196,25 +183,9 @@ func (s *Service) Select(ctx context.Context, user *models.User, sel Selection) 
 		return nil, err
 	}
 	ext, gen := extension, generation
-	return &models.ResponseRender{Rendered: true, Reasons: []models.Problem{}, InstanceID: &in.ID, Extension: &ext,
+	id := instanceID
+	return &models.ResponseRender{Rendered: true, Reasons: []models.Problem{}, InstanceID: &id, Extension: &ext,
 		Generation: &gen, Config: models.JSON(c.Config), Data: b}, nil
-}
-
-// CheckResult runs the checks of a response selection that need neither a
-// user nor a message, validity and relevance, for a tool result of
-// capability shown by a response config as the Instance instanceID. The
-// preview shows their verdict for a sample result; Select runs them for the
-// real one.
-func CheckResult(config []byte, extension, capability, instanceID string, result []byte) ([]models.Problem, error) {
-	return checkResult(parseConfig(config), extension, capability, instanceID, result)
-}
-
-func checkResult(cfg config, extension, capability, instanceID string, result []byte) ([]models.Problem, error) {
-	probs, err := validity(cfg, result)
-	if err != nil {
-		return nil, err
-	}
-	return append(probs, relevance(cfg, instanceID, extension, capability, result)...), nil
 }
 
 // checkMessageID requires an AI message id: 1 to 128 characters, no control
@@ -232,59 +203,8 @@ func duplicate(messageID string) models.Problem {
 		Message: fmt.Sprintf("message %q already has its response container; a message shows at most one response UI", messageID)}
 }
 
-// validity checks the result against a2ui.schema with the JSON Schema subset
-// engine of capability schemas; each problem names its JSON Pointer into the
-// result.
-func validity(cfg config, result models.JSON) ([]models.Problem, error) {
-	if cfg.a2ui == nil || len(cfg.a2ui.Schema) == 0 {
-		return []models.Problem{{Code: models.ResponseValidity, Message: "the extension declares no a2ui.schema, so no result can be shown with it"}}, nil
-	}
-	schema, err := jsonschema.Compile(cfg.a2ui.Schema, jsonschema.AnyRoot)
-	if err != nil {
-		return nil, fmt.Errorf("a2ui.schema of a validated config: %w", err)
-	}
-	v, err := jsonschema.Decode(result)
-	if err != nil {
-		return []models.Problem{{Code: models.ResponseValidity, Message: "the result is not valid JSON: " + err.Error()}}, nil
-	}
-	var out []models.Problem
-	for _, p := range schema.Validate(v, "a2ui.schema") {
-		out = append(out, models.Problem{Path: p.Path, Code: models.ResponseValidity, Message: p.Code + ": " + p.Message})
-	}
-	return out, nil
-}
-
-// relevance checks that the config reads the capability's result through a
-// data source, and that the result's evidence names only the Instance.
-func relevance(cfg config, instanceID, extension, capability string, result models.JSON) []models.Problem {
-	var out []models.Problem
-	found := false
-	for _, src := range cfg.sources {
-		found = found || src.Capability == capability
-	}
-	if !found {
-		out = append(out, models.Problem{Code: models.ResponseRelevance,
-			Message: fmt.Sprintf("extension %q has no data source of capability %s, so it cannot show that capability's result", extension, capability)})
-	}
-	var r struct {
-		Evidence []struct {
-			InstanceID *string `json:"instance_id"`
-		} `json:"evidence"`
-	}
-	if json.Unmarshal(result, &r) != nil {
-		return out // a result of another shape has no evidence to check
-	}
-	for i, e := range r.Evidence {
-		if e.InstanceID != nil && *e.InstanceID != instanceID {
-			out = append(out, models.Problem{Path: fmt.Sprintf("/evidence/%d/instance_id", i), Code: models.ResponseRelevance,
-				Message: fmt.Sprintf("the result's evidence names instance %q, not the instance %q of the selected response UI", *e.InstanceID, instanceID)})
-		}
-	}
-	return out
-}
-
 func (s *Service) hasContainer(ctx context.Context, userID, messageID string) (bool, error) {
-	var row containerRow
+	var row database.ResponseContainerRow
 	err := s.DB.Read.WithContext(ctx).Where("user_id = ? AND message_id = ?", userID, messageID).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return false, nil

@@ -12,8 +12,10 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"pluginhost/access"
 	"pluginhost/database"
 	"pluginhost/models"
+	"pluginhost/uiconfig"
 )
 
 // SetState merges values into the state one of the user's enabled Instances
@@ -32,7 +34,7 @@ import (
 //
 // The state lives in the Instance's settings, not in Plugin Local Storage:
 // the user's storage reset leaves it.
-func (s *Service) SetState(ctx context.Context, user *models.User, instanceID, extension string, values models.JSON) (models.JSON, error) {
+func (s *Service) SetState(ctx context.Context, caller models.Caller, instanceID, extension string, values models.JSON) (models.JSON, error) {
 	var set map[string]json.RawMessage
 	if err := decodeObject(values, &set); err != nil {
 		return nil, models.Errorf(models.ErrInvalid, "values must be a JSON object of state keys to values")
@@ -49,7 +51,7 @@ func (s *Service) SetState(ctx context.Context, user *models.User, instanceID, e
 				return err
 			}
 		}
-		in, err := s.instance(ctx, tx, user, instanceID)
+		in, err := instance(ctx, tx, caller, instanceID, access.Use)
 		if err != nil {
 			return err
 		}
@@ -57,11 +59,11 @@ func (s *Service) SetState(ctx context.Context, user *models.User, instanceID, e
 		if err != nil {
 			return err
 		}
-		declared := parseConfig([]byte(c.Config)).stateKeys
+		declared := uiconfig.Read([]byte(c.Config)).StateKeys
 		if err := checkValues(set, declared, extension); err != nil {
 			return err
 		}
-		state, err := s.state(ctx, tx, in.ID, extension)
+		state, err := s.state(ctx, tx, instanceID, extension)
 		if err != nil {
 			return err
 		}
@@ -75,7 +77,7 @@ func (s *Service) SetState(ctx context.Context, user *models.User, instanceID, e
 		if len(b) > models.MaxPersistedStateBytes {
 			return models.Errorf(models.ErrQuotaExceeded, "the persisted state of extension %q would have %d bytes as compact JSON; at most %d (16 KiB) are allowed", extension, len(b), models.MaxPersistedStateBytes)
 		}
-		row := stateRow{InstanceID: in.ID, ExtensionID: extension, InstallationID: in.InstallationID, State: string(b), UpdatedAt: time.Now().UnixMicro()}
+		row := database.ExtensionStateRow{InstanceID: instanceID, ExtensionID: extension, InstallationID: in.Installation.ID, State: string(b), UpdatedAt: time.Now().UnixMicro()}
 		if err := tx.Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "instance_id"}, {Name: "extension_id"}},
 			DoUpdates: clause.AssignmentColumns([]string{"state", "updated_at"}),
@@ -134,7 +136,7 @@ func (s *Service) state(ctx context.Context, db *gorm.DB, instanceID, extension 
 // storedState reads an extension's persisted state of an Instance as stored:
 // compact JSON, {} when none.
 func (s *Service) storedState(ctx context.Context, db *gorm.DB, instanceID, extension string) (models.JSON, error) {
-	var row stateRow
+	var row database.ExtensionStateRow
 	err := db.WithContext(ctx).Where("instance_id = ? AND extension_id = ?", instanceID, extension).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return models.JSON("{}"), nil

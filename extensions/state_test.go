@@ -9,7 +9,6 @@ import (
 
 	"pluginhost/internal/testenv"
 	"pluginhost/models"
-	"pluginhost/storage"
 )
 
 // stateFiles is the weather plugin whose main screen declares city, unit,
@@ -85,7 +84,7 @@ func TestPersistedStateRules(t *testing.T) {
 			{"not an extension id", alice, inst.ID, strings.Repeat("x", 65), map[string]any{"city": "Bern"}, models.ErrBadUserInput},
 		}
 		for _, r := range rows {
-			_, err := h.ext.SetState(ctx, r.user, r.instance, r.ext, js(r.values))
+			_, err := h.ext.SetState(ctx, models.Caller{UserID: r.user.ID}, r.instance, r.ext, js(r.values))
 			if models.ErrorCode(err) != r.want {
 				t.Errorf("%s: got %v, want %q", r.name, err, r.want)
 			}
@@ -93,19 +92,19 @@ func TestPersistedStateRules(t *testing.T) {
 
 		// 16 KiB as compact JSON is the limit of the whole state.
 		fresh := h.Instance(t, alice, instl)
-		got, err := h.ext.SetState(ctx, alice, fresh.ID, "main", js(map[string]any{"city": atLimit}))
+		got, err := h.ext.SetState(ctx, models.Caller{UserID: alice.ID}, fresh.ID, "main", js(map[string]any{"city": atLimit}))
 		noErr(t, err)
 		if len(got) != models.MaxPersistedStateBytes {
 			t.Fatalf("state at the limit has %d bytes", len(got))
 		}
-		_, err = h.ext.SetState(ctx, alice, fresh.ID, "main", js(map[string]any{"city": atLimit + "a"}))
+		_, err = h.ext.SetState(ctx, models.Caller{UserID: alice.ID}, fresh.ID, "main", js(map[string]any{"city": atLimit + "a"}))
 		wantCode(t, err, models.ErrQuotaExceeded)
 		// ... counted after the merge: a small value next to a full one is over.
-		_, err = h.ext.SetState(ctx, alice, fresh.ID, "main", js(map[string]any{"unit": "k"}))
+		_, err = h.ext.SetState(ctx, models.Caller{UserID: alice.ID}, fresh.ID, "main", js(map[string]any{"unit": "k"}))
 		wantCode(t, err, models.ErrQuotaExceeded)
 
 		// Refused writes changed nothing; the merge kept every accepted key.
-		ui, err := h.ext.UIConfig(ctx, alice, inst.ID, "main")
+		ui, err := h.ext.UIConfig(ctx, models.Caller{UserID: alice.ID}, inst.ID, "main")
 		noErr(t, err)
 		var state map[string]any
 		json.Unmarshal(ui.PersistedState, &state)
@@ -131,18 +130,18 @@ func TestPersistedStateLifecycle(t *testing.T) {
 		alice := h.User(t, "alice")
 		instl := h.install(t, alice, stateFiles(t, "1.0.0", "retain"))
 		inst := h.Instance(t, alice, instl)
-		_, err := h.ext.SetState(ctx, alice, inst.ID, "main", js(map[string]any{"city": "Chur", "unit": "kelvin"}))
+		_, err := h.ext.SetState(ctx, models.Caller{UserID: alice.ID}, inst.ID, "main", js(map[string]any{"city": "Chur", "unit": "kelvin"}))
 		noErr(t, err)
-		_, err = h.ext.SetState(ctx, alice, inst.ID, "detail", js(map[string]any{"expanded": true}))
+		_, err = h.ext.SetState(ctx, models.Caller{UserID: alice.ID}, inst.ID, "detail", js(map[string]any{"expanded": true}))
 		noErr(t, err)
 		state := func(ext string) string {
 			t.Helper()
-			ui, err := h.ext.UIConfig(ctx, alice, inst.ID, ext)
+			ui, err := h.ext.UIConfig(ctx, models.Caller{UserID: alice.ID}, inst.ID, ext)
 			noErr(t, err)
 			return string(ui.PersistedState)
 		}
 
-		_, err = h.Store.Reset(ctx, storage.Caller{UserID: alice.ID}, inst.ID)
+		_, err = h.Store.Reset(ctx, models.Caller{UserID: alice.ID}, inst.ID)
 		noErr(t, err)
 		if s := state("main"); s != `{"city":"Chur","unit":"kelvin"}` {
 			t.Fatalf("after the storage reset: %s", s)
@@ -210,7 +209,7 @@ func TestPersistedStateConcurrentMerges(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := h.ext.SetState(ctx, alice, inst.ID, "main", js(map[string]any{fmt.Sprintf("k%d", i): i + 1}))
+				_, err := h.ext.SetState(ctx, models.Caller{UserID: alice.ID}, inst.ID, "main", js(map[string]any{fmt.Sprintf("k%d", i): i + 1}))
 				errs <- err
 			}()
 		}
@@ -219,7 +218,7 @@ func TestPersistedStateConcurrentMerges(t *testing.T) {
 		for err := range errs {
 			noErr(t, err)
 		}
-		ui, err := h.ext.UIConfig(ctx, alice, inst.ID, "main")
+		ui, err := h.ext.UIConfig(ctx, models.Caller{UserID: alice.ID}, inst.ID, "main")
 		noErr(t, err)
 		var got map[string]int
 		json.Unmarshal(ui.PersistedState, &got)
@@ -255,7 +254,7 @@ func TestPersistedStateDuringUpdates(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := 0; i < 8; i++ {
-					_, err := h.ext.SetState(ctx, alice, insts[(w+i)%2], "main", js(map[string]any{"city": fmt.Sprintf("c%d-%d", w, i)}))
+					_, err := h.ext.SetState(ctx, models.Caller{UserID: alice.ID}, insts[(w+i)%2], "main", js(map[string]any{"city": fmt.Sprintf("c%d-%d", w, i)}))
 					errs <- err
 				}
 			}()
@@ -270,7 +269,7 @@ func TestPersistedStateDuringUpdates(t *testing.T) {
 			noErr(t, err)
 		}
 		for _, id := range insts {
-			ui, err := h.ext.UIConfig(ctx, alice, id, "main")
+			ui, err := h.ext.UIConfig(ctx, models.Caller{UserID: alice.ID}, id, "main")
 			noErr(t, err)
 			var s map[string]any
 			json.Unmarshal(ui.PersistedState, &s)

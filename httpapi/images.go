@@ -3,8 +3,8 @@ package httpapi
 import (
 	"net/http"
 
+	"pluginhost/access"
 	"pluginhost/auth"
-	"pluginhost/lifecycle"
 	"pluginhost/metrics"
 	"pluginhost/models"
 )
@@ -19,26 +19,18 @@ type ImageFetcher interface {
 // Instance must be the caller's and enabled, its manifest must request
 // network and the Instance must hold the network grant; then the proxy fetches
 // and verifies the image.
-func images(life *lifecycle.Service, proxy ImageFetcher, s *Server) http.Handler {
+func images(gate *access.Gate, proxy ImageFetcher, s *Server) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, _ := auth.UserFrom(r.Context())
-		inst, err := life.Instance(r.Context(), user, r.PathValue("instance_id"))
+		t, err := gate.Open(r.Context(), models.Caller{UserID: user.ID}, r.PathValue("instance_id"), access.Use)
 		if err != nil {
 			writeError(w, r, s.Log, err)
 			return
 		}
-		if !inst.Enabled {
-			writeError(w, r, s.Log, models.Errorf(models.ErrPermissionDenied, "instance %q is disabled", inst.ID))
-			return
-		}
-		instl, err := life.Installation(r.Context(), user, inst.InstallationID)
-		if err != nil {
-			writeError(w, r, s.Log, err)
-			return
-		}
-		if !instl.Manifest.HasPermission(models.PermissionNetwork) {
+		inst := t.Instance
+		if !t.Manifest.HasPermission(models.PermissionNetwork) {
 			metrics.ImageDenied()
-			writeError(w, r, s.Log, models.Errorf(models.ErrImageDenied, "plugin %s does not request the network permission, so it may not show images", instl.PluginID))
+			writeError(w, r, s.Log, models.Errorf(models.ErrImageDenied, "plugin %s does not request the network permission, so it may not show images", t.Installation.PluginID))
 			return
 		}
 		if !inst.HasGrant(models.PermissionNetwork) {

@@ -5,7 +5,6 @@
 package httpapi
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -13,9 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"pluginhost/access"
 	"pluginhost/auth"
 	"pluginhost/database"
-	"pluginhost/lifecycle"
+	"pluginhost/gqlhttp"
 	"pluginhost/models"
 	"pluginhost/storage"
 )
@@ -24,25 +24,21 @@ import (
 type Server struct {
 	Auth    *auth.Service
 	Storage *storage.Service
-	// Sockets upgrades websocket requests to /graphql.
-	Sockets *Sockets
 	DB      *database.DB
-	// GraphQL serves /graphql (HTTP and websocket upgrades).
-	GraphQL http.Handler
-	// Limiter holds the bounds on GraphQL requests (see Limits); the same
-	// one must be given to NewGraphQL and NewSockets.
-	Limiter *Limiter
+	// GraphQL serves /graphql: HTTP requests, and websocket upgrades.
+	GraphQL *gqlhttp.Server
 	// Playground enables GET /playground for admins.
 	Playground bool
-	// Lifecycle and ImageProxy serve ui-images:fetch; a nil ImageProxy disables it.
-	Lifecycle  *lifecycle.Service
+	// Gate and ImageProxy serve ui-images:fetch; a nil ImageProxy disables it.
+	Gate       *access.Gate
 	ImageProxy ImageFetcher
 	Metrics    *Metrics
 	Log        *slog.Logger
 }
 
-// Handler returns the routed, instrumented handler.
-func (s *Server) Handler() http.Handler {
+// Handler returns the routed, instrumented handler, with the routes mount
+// adds (the web host's).
+func (s *Server) Handler(mount ...func(*http.ServeMux)) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -55,13 +51,15 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET /playground/assets/{file}", playgroundAsset)
 	}
 	mux.HandleFunc("GET /dashboard", s.dashboard)
-	s.mountApp(mux) // the web host: /app (app.go)
+	for _, m := range mount {
+		m(mux)
+	}
 	mux.Handle("/debug/pprof/", s.authenticated(s.admin(http.HandlerFunc(pprof.Index))))
 	mux.Handle("/debug/pprof/profile", s.authenticated(s.admin(http.HandlerFunc(pprof.Profile))))
 	mux.Handle("/debug/pprof/trace", s.authenticated(s.admin(http.HandlerFunc(pprof.Trace))))
 	mux.Handle("DELETE /v1/plugin-instances/{instance_id}/storage", s.authenticated(http.HandlerFunc(s.resetStorage)))
 	if s.ImageProxy != nil {
-		mux.Handle("POST /v1/plugin-instances/{instance_id}/ui-images:fetch", s.authenticated(images(s.Lifecycle, s.ImageProxy, s)))
+		mux.Handle("POST /v1/plugin-instances/{instance_id}/ui-images:fetch", s.authenticated(images(s.Gate, s.ImageProxy, s)))
 	}
 	return s.Metrics.Instrument(mux)
 }
@@ -108,50 +106,43 @@ func (s *Server) admin(next http.Handler) http.Handler {
 // graphql authenticates HTTP requests by bearer token; websocket upgrades
 // authenticate in connection_init instead.
 func (s *Server) graphql() http.Handler {
-	authed := s.authenticated(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, _ := auth.UserFrom(r.Context())
-		release, ok := s.admitGraphQL(w, r, user.ID)
-		if !ok {
-			return
-		}
-		defer release()
-		ctx, cancel := context.WithTimeout(withAdmission(r.Context()), requestTimeout)
-		defer cancel()
-		s.GraphQL.ServeHTTP(w, r.WithContext(ctx))
-	}))
+	authed := s.authenticated(s.GraphQL)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-			s.Sockets.Serve(w, r, s.GraphQL)
+			s.GraphQL.ServeSocket(w, r)
 			return
 		}
 		authed.ServeHTTP(w, r)
 	})
 }
 
-// admitGraphQL takes a place among the GraphQL requests in flight for the
-// user and charges the work of a request, or answers 429 or 503 and reports
-// false. The caller calls release when the request is answered.
-func (s *Server) admitGraphQL(w http.ResponseWriter, r *http.Request, userID string) (release func(), ok bool) {
-	release, err := s.Limiter.g.admit(r.Context(), userID)
-	if err == nil {
-		if err = s.Limiter.g.spend(r.Context(), userID, RequestWork); err != nil {
-			release()
-		}
+// Images returns the image proxy's handler (ui-images:fetch) for the user of
+// the request's context; nil when the server has no image proxy.
+func (s *Server) Images() http.Handler {
+	if s.ImageProxy == nil {
+		return nil
 	}
-	if err != nil {
-		w.Header().Set("Retry-After", "1")
-		media, _ := negotiate(r.Header.Get("Accept"))
-		writeRequestError(w, cmp.Or(media, mediaJSON), err)
-		return nil, false
+	return images(s.Gate, s.ImageProxy, s)
+}
+
+// PageUser returns the authentication of page requests of a realm (see
+// pageUser).
+func (s *Server) PageUser(realm string) func(http.ResponseWriter, *http.Request) (*models.User, string, bool) {
+	return func(w http.ResponseWriter, r *http.Request) (*models.User, string, bool) {
+		return s.pageUser(w, r, realm)
 	}
-	return release, true
+}
+
+// WriteError writes a REST error (see writeError).
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	writeError(w, r, s.Log, err)
 }
 
 // resetStorage is DELETE /v1/plugin-instances/{instance_id}/storage.
 func (s *Server) resetStorage(w http.ResponseWriter, r *http.Request) {
 	user, _ := auth.UserFrom(r.Context())
 	id := r.PathValue("instance_id")
-	n, err := s.Storage.Reset(r.Context(), storage.Caller{UserID: user.ID}, id)
+	n, err := s.Storage.Reset(r.Context(), models.Caller{UserID: user.ID}, id)
 	if err != nil {
 		writeError(w, r, s.Log, err)
 		return

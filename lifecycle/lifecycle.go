@@ -20,7 +20,9 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"pluginhost/access"
 	"pluginhost/bundle"
+	"pluginhost/changes"
 	"pluginhost/database"
 	"pluginhost/extensions"
 	"pluginhost/models"
@@ -28,15 +30,10 @@ import (
 	"pluginhost/validator"
 )
 
-// Publisher receives committed storage changes (see storage.Publisher).
-type Publisher interface {
-	Publish(models.StorageChange)
-}
-
 // Service manages Installations and Instances.
 type Service struct {
 	DB  *database.DB
-	Bus Publisher
+	Bus changes.Publisher
 	// Storage migrates stored data when a package changes.
 	Storage *storage.Service
 	Log     *slog.Logger
@@ -46,13 +43,17 @@ type Service struct {
 	// Modules, when set, compiles a package's capability modules before it
 	// is installed, so that a module the host cannot run is refused then.
 	Modules ModuleCompiler
+	// Gate decides which Instances a user may manage; it forgets an
+	// Installation's manifests when its package changes or it is
+	// uninstalled.
+	Gate *access.Gate
 }
 
 // ModuleCompiler compiles capability modules.
 type ModuleCompiler interface {
 	// CompileModule compiles a module, or refuses it with the reason (a
-	// structural limit it passes, its compilation budget). It may return
-	// before the compilation is over, which then goes on.
+	// structural limit it passes, its compilation budget). When ctx ends
+	// first, it returns and the compilation goes on.
 	CompileModule(ctx context.Context, wasm []byte) error
 }
 
@@ -86,24 +87,36 @@ func (s *Service) OpenPackage(ctx context.Context, data []byte) (*bundle.Package
 	if err := s.compileModules(ctx, pkg, m); err != nil {
 		return nil, nil, err
 	}
+	recordModuleSums(pkg, m)
 	return pkg, m, nil
 }
 
-// compileModules compiles every module the package's capabilities name.
+// InstallCompileWait is how long an install or update waits, in all, for
+// its modules to compile; past it the install goes on, and so do the
+// compilations.
+const InstallCompileWait = 20 * time.Second
+
+// compileModules compiles every module the package's capabilities name,
+// waiting InstallCompileWait at most.
 func (s *Service) compileModules(ctx context.Context, pkg *bundle.Package, m *models.Manifest) error {
 	if s.Modules == nil {
 		return nil
 	}
+	wait, cancel := context.WithTimeout(ctx, InstallCompileWait)
+	defer cancel()
 	done := map[string]bool{}
 	for _, c := range m.Capabilities {
 		if c.Module == "" || done[c.Module] {
 			continue
 		}
 		done[c.Module] = true
-		if err := s.Modules.CompileModule(ctx, pkg.Files[c.Module]); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
+		err := s.Modules.CompileModule(wait, pkg.Files[c.Module])
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case wait.Err() != nil:
+			// Still compiling, or not begun: the compilations go on.
+		case err != nil:
 			return models.Errorf(models.ErrPackageRejected, "capability %s: module %s cannot run: %v", c.ID, c.Module, err)
 		}
 	}
@@ -207,6 +220,9 @@ func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (
 			return nil, models.Errorf(models.ErrBadUserInput, "plugin %s is already installed; use updatePlugin to change its version", m.ID)
 		}
 		return nil, err
+	}
+	if restored {
+		s.Gate.Forget(row.ID)
 	}
 	s.publish(changes)
 	if restored {
@@ -314,18 +330,14 @@ func checkName(name string) error {
 // Instance returns one of the user's Instances of an installed plugin. Another
 // user's Instance and an unknown id look the same.
 func (s *Service) Instance(ctx context.Context, user *models.User, id string) (*models.Instance, error) {
-	var row database.InstanceRow
-	err := s.DB.Read.WithContext(ctx).Table("instances").Select("instances.*").
-		Joins("JOIN installations ON installations.id = instances.installation_id").
-		Where("instances.id = ? AND instances.user_id = ? AND installations.status = ?", id, user.ID, models.InstallationInstalled).
-		Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q does not exist or does not belong to you", id)
-	}
+	r, err := s.Gate.Read(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return row.Model(), nil
+	if err := access.Decide(models.Caller{UserID: user.ID}, id, r, access.Manage); err != nil {
+		return nil, err
+	}
+	return &r.Instance, nil
 }
 
 // Instances returns the Instances of one Installation, oldest first.

@@ -14,7 +14,6 @@ import (
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/models"
-	"pluginhost/storage"
 )
 
 var ctx = context.Background()
@@ -87,7 +86,7 @@ func wantCode(t *testing.T, err error, code models.Code, mention ...string) {
 
 func get(t *testing.T, e *fixture.Env, u *models.User, inst, ns, key string) (string, error) {
 	t.Helper()
-	res, err := e.Store.Get(ctx, storage.Caller{UserID: u.ID}, inst, ns, key)
+	res, err := e.Store.Get(ctx, models.Caller{UserID: u.ID}, inst, ns, key)
 	if err != nil {
 		return "", err
 	}
@@ -98,7 +97,7 @@ func get(t *testing.T, e *fixture.Env, u *models.User, inst, ns, key string) (st
 
 func put(t *testing.T, e *fixture.Env, u *models.User, inst, ns, key string, v any) {
 	t.Helper()
-	if _, err := e.Store.Create(ctx, storage.Caller{UserID: u.ID}, inst, ns, key, js(v)); err != nil {
+	if _, err := e.Store.Create(ctx, models.Caller{UserID: u.ID}, inst, ns, key, js(v)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -161,7 +160,7 @@ func TestTransitions(t *testing.T) {
 			must(e.Life.SetInstanceEnabled(ctx, alice, al.a.ID, false))(t)
 			_, err := get(t, e, alice, al.a.ID, "notes", "n")
 			wantCode(t, err, models.ErrPermissionDenied, "disabled")
-			_, err = e.Store.Create(ctx, storage.Caller{UserID: alice.ID}, al.a.ID, "notes", "x", js(1))
+			_, err = e.Store.Create(ctx, models.Caller{UserID: alice.ID}, al.a.ID, "notes", "x", js(1))
 			wantCode(t, err, models.ErrPermissionDenied)
 			if v, err := get(t, e, alice, al.b.ID, "notes", "n"); err != nil || v != `"alice-a"` && v != `"alice-b"` {
 				t.Fatalf("the other Instance: %s %v", v, err)
@@ -174,7 +173,7 @@ func TestTransitions(t *testing.T) {
 		})
 		t.Run("Instance with data, reset: only that Instance's data goes", func(t *testing.T) {
 			al, bo := setup(t, alice, notes("1.0.0", 1, "retain")), setup(t, bob, notes("1.0.0", 1, "retain"))
-			n := must(e.Store.Reset(ctx, storage.Caller{UserID: alice.ID}, al.a.ID))(t)
+			n := must(e.Store.Reset(ctx, models.Caller{UserID: alice.ID}, al.a.ID))(t)
 			if n != 1 {
 				t.Fatalf("reset deleted %d", n)
 			}
@@ -253,9 +252,8 @@ func TestTransitions(t *testing.T) {
 			put(t, e, alice, al.a.ID, "notes", "old", "moved")
 			put(t, e, alice, al.a.ID, "notes", "gone", 1)
 			put(t, e, alice, al.b.ID, "tags", "t", "tag")
-			sub := e.Bus.Subscribe(al.a.ID)
-			defer sub.Close()
-			staleAI := storage.Caller{UserID: alice.ID, Generation: al.instl.Generation}
+			sub := e.Changes(t, alice, al.a.ID)
+			staleAI := models.Caller{UserID: alice.ID, Generation: al.instl.Generation}
 			up := notes("1.1.0", 3, "retain", rename(1, "notes", "old", "new"), del(2, "notes", "gone"), rename(2, "tags", "t", "tag"))
 			got := must(e.Life.Update(ctx, alice, al.instl.ID, e.Package(t, up, nil)))(t)
 			if got.Version != "1.1.0" || got.StorageVersion != 3 || got.Generation != al.instl.Generation+1 || got.ID != al.instl.ID {

@@ -7,20 +7,20 @@ import (
 	"gorm.io/gorm"
 
 	"pluginhost/bundle"
+	"pluginhost/database"
 	"pluginhost/models"
 )
 
-// ModuleRow is a capability module of an Installation's package, at the
-// generation it belongs to.
-type ModuleRow struct {
-	InstallationID string `gorm:"primaryKey"`
-	Generation     int64  `gorm:"primaryKey"`
-	Path           string `gorm:"primaryKey"`
-	SHA256         string `gorm:"column:sha256"`
-	Content        []byte
+// recordModuleSums records in the manifest the SHA-256 of every module its
+// capabilities name (models.Capability.ModuleSHA256), before it is stored.
+func recordModuleSums(pkg *bundle.Package, m *models.Manifest) {
+	for i, c := range m.Capabilities {
+		if content, ok := pkg.Files[c.Module]; ok && c.Module != "" {
+			sum := sha256.Sum256(content)
+			m.Capabilities[i].ModuleSHA256 = hex.EncodeToString(sum[:])
+		}
+	}
 }
-
-func (ModuleRow) TableName() string { return "capability_modules" }
 
 // storeModules keeps, in the transaction that installs a package at a
 // generation, every module its capabilities name, and drops those of older
@@ -28,7 +28,7 @@ func (ModuleRow) TableName() string { return "capability_modules" }
 // where the old failed, so background capabilities quarantined under the
 // old package are resumed.
 func storeModules(tx *gorm.DB, installationID string, generation int64, pkg *bundle.Package, m *models.Manifest) error {
-	if err := tx.Where("installation_id = ? AND generation <> ?", installationID, generation).Delete(&ModuleRow{}).Error; err != nil {
+	if err := tx.Where("installation_id = ? AND generation <> ?", installationID, generation).Delete(&database.ModuleRow{}).Error; err != nil {
 		return err
 	}
 	if err := tx.Exec(`UPDATE background_schedules SET quarantined_at = 0, failures = 0
@@ -46,7 +46,7 @@ func storeModules(tx *gorm.DB, installationID string, generation int64, pkg *bun
 			return models.Errorf(models.ErrPackageRejected, "capability %s names module %s, which the package does not hold", c.ID, c.Module)
 		}
 		sum := sha256.Sum256(content)
-		row := ModuleRow{InstallationID: installationID, Generation: generation, Path: c.Module, SHA256: hex.EncodeToString(sum[:]), Content: content}
+		row := database.ModuleRow{InstallationID: installationID, Generation: generation, Path: c.Module, SHA256: hex.EncodeToString(sum[:]), Content: content}
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ import (
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/models"
-	"pluginhost/storage"
 )
 
 // TestUpdateMigratesWhileUsersWrite: package updates that migrate every
@@ -28,7 +27,7 @@ func TestUpdateMigratesWhileUsersWrite(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		e := fixture.New(t, b)
 		alice := e.User(t, "alice")
-		ui := storage.Caller{UserID: alice.ID}
+		ui := models.Caller{UserID: alice.ID}
 		instl := must(e.Life.Install(ctx, alice, e.Package(t, notes("1.0.0", 1, "retain"), nil)))(t)
 		var insts []*models.Instance
 		for i := 0; i < instances; i++ {
@@ -126,7 +125,7 @@ func TestCreateInstanceRacingPurge(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		e := fixture.New(t, b)
 		alice := e.User(t, "alice")
-		ui := storage.Caller{UserID: alice.ID}
+		ui := models.Caller{UserID: alice.ID}
 		for r := 0; r < rounds; r++ {
 			instl := must(e.Life.Install(ctx, alice, e.Package(t, notes("1.0.0", 1, "purge"), nil)))(t)
 			first := e.Instance(t, alice, instl)

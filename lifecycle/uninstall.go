@@ -32,6 +32,7 @@ func (s *Service) Uninstall(ctx context.Context, user *models.User, installation
 	if err != nil {
 		return err
 	}
+	s.Gate.Forget(row.ID)
 	ids := make([]string, len(instances))
 	for i, in := range instances {
 		ids[i] = in.ID
@@ -77,7 +78,7 @@ func (s *Service) uninstall(tx *gorm.DB, user *models.User, installationID strin
 		if err := tx.Exec("DELETE FROM background_schedules WHERE instance_id IN (SELECT id FROM instances WHERE installation_id = ?)", row.ID).Error; err != nil {
 			return err
 		}
-		if err := tx.Where("installation_id = ?", row.ID).Delete(&ModuleRow{}).Error; err != nil {
+		if err := tx.Where("installation_id = ?", row.ID).Delete(&database.ModuleRow{}).Error; err != nil {
 			return err
 		}
 		if err := tx.Where("installation_id = ?", row.ID).Delete(&database.InstanceRow{}).Error; err != nil {

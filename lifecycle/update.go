@@ -59,6 +59,7 @@ func (s *Service) Update(ctx context.Context, user *models.User, installationID 
 	if err != nil {
 		return nil, err
 	}
+	s.Gate.Forget(row.ID)
 	s.publish(changes)
 	s.log().Info("plugin updated", "installation", row.ID, "plugin", m.ID, "from", cur.Version, "to", m.Version,
 		"generation", row.Generation, "storage_version", row.StorageVersion, "migrated_instances", len(changes), "user", user.ID)

@@ -202,7 +202,7 @@ func (h *Hub) check(ctx context.Context, userID, instanceID string, namespaces [
 	}
 	done := make(chan result, 1)
 	go func() {
-		rev, gen, err := h.Storage.WatchAt(ctx, storage.Caller{UserID: userID}, instanceID, namespaces)
+		rev, gen, err := h.Storage.WatchAt(ctx, models.Caller{UserID: userID}, instanceID, namespaces)
 		done <- result{rev, gen, err}
 	}()
 	r := <-done
@@ -211,7 +211,7 @@ func (h *Hub) check(ctx context.Context, userID, instanceID string, namespaces [
 
 // recheck ends the subscription if its user may no longer watch the Instance.
 func (w *watch) recheck() {
-	_, err := w.hub.Storage.Watch(context.Background(), storage.Caller{UserID: w.user}, w.instanceID, w.namespaces)
+	_, err := w.hub.Storage.Watch(context.Background(), models.Caller{UserID: w.user}, w.instanceID, w.namespaces)
 	if err == nil {
 		return
 	}

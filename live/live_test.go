@@ -9,7 +9,6 @@ import (
 	"pluginhost/internal/testenv"
 	"pluginhost/live"
 	"pluginhost/models"
-	"pluginhost/storage"
 )
 
 // TestCloseRacesSubscribe: the hub closing while subscriptions start and end
@@ -37,7 +36,7 @@ func TestCloseRacesSubscribe(t *testing.T) {
 			}
 		}()
 	}
-	e.Store.Create(context.Background(), storage.Caller{UserID: alice.ID}, inst.ID, "n", "k", models.JSON("1"))
+	e.Store.Create(context.Background(), models.Caller{UserID: alice.ID}, inst.ID, "n", "k", models.JSON("1"))
 	hub.Close()
 	wg.Wait()
 	if n := hub.Open(); n != 0 {

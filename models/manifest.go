@@ -104,6 +104,11 @@ type Capability struct {
 	// preview 1 command module) that runs the capability; "" when the plugin
 	// ships no code for it.
 	Module string `json:"module,omitempty"`
+	// ModuleSHA256 is the SHA-256 (hex) of the module's bytes, recorded by
+	// the host when it installs the package (the validator refuses it in
+	// a package's manifest), so that a run finds its compiled module
+	// without reading the stored one.
+	ModuleSHA256 string `json:"module_sha256,omitempty"`
 	// ScheduleSeconds is how often a background capability runs (30 to
 	// 86400); 0 when it is not scheduled.
 	ScheduleSeconds int `json:"schedule_seconds,omitempty"`

@@ -161,7 +161,11 @@ func corpusCounts(t *testing.T) map[string]int {
 	readJSON(t, bindingCorpus, &b)
 	var k keysCorpusFile
 	readJSON(t, keysCorpus, &k)
-	var s storageCorpusFile
+	var s struct {
+		Scenarios []struct {
+			Steps []any `json:"steps"`
+		} `json:"scenarios"`
+	}
 	readJSON(t, storageCorpus, &s)
 	steps := 0
 	for _, sc := range s.Scenarios {

@@ -3,8 +3,8 @@ package preview
 import (
 	"encoding/json"
 
-	"pluginhost/extensions"
 	"pluginhost/models"
+	"pluginhost/uiconfig"
 )
 
 // Problem codes of the fixtures' sample tool result.
@@ -48,7 +48,7 @@ func (c *fixtureChecker) sampleResult(path string, v any) {
 // Verdict is what the Runtime Inspector shows of a response selection for
 // the fixtures' sample tool result: the checks the host runs, with the
 // problems of those the preview can run, validity and relevance, by the same
-// code as the host (extensions.CheckResult). Duplicate and permission depend
+// code as the host (uiconfig, as extensions.Service.Select runs them). Duplicate and permission depend
 // on the AI message and the user, and are left to the host.
 type Verdict struct {
 	// Renders is true when validity and relevance pass: the host renders
@@ -86,7 +86,7 @@ func responseVerdict(ext pageExtension, sample map[string]any) (*pageResponse, e
 	if err != nil {
 		return nil, err
 	}
-	probs, err := extensions.CheckResult(ext.Config, ext.ID, capability, InstanceID, result)
+	probs, err := uiconfig.Read(ext.Config).CheckResult(ext.ID, capability, InstanceID, result)
 	if err != nil {
 		return nil, err
 	}

@@ -26,8 +26,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"pluginhost/changes"
-	"pluginhost/internal/redact"
 	"pluginhost/models"
+	"pluginhost/redact"
 )
 
 // Channel is the Redis channel the replicas share.

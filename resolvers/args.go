@@ -9,16 +9,15 @@ import (
 	"pluginhost/auth"
 	"pluginhost/graph"
 	"pluginhost/models"
-	"pluginhost/storage"
 )
 
 // caller is the storage caller of an app client request: the authenticated user.
-func (r *Resolver) caller(ctx context.Context) (storage.Caller, error) {
+func (r *Resolver) caller(ctx context.Context) (models.Caller, error) {
 	user, err := auth.Require(ctx)
 	if err != nil {
-		return storage.Caller{}, err
+		return models.Caller{}, err
 	}
-	return storage.Caller{UserID: user.ID}, nil
+	return models.Caller{UserID: user.ID}, nil
 }
 
 // decodePackage reads the base64 of a package file (standard or URL alphabet,

@@ -49,11 +49,11 @@ func (r *installationResolver) Capabilities(ctx context.Context, obj *models.Ins
 }
 
 func (r *mutationResolver) SetExtensionState(ctx context.Context, instanceID string, extension string, values models.JSON) (models.JSON, error) {
-	user, err := auth.Require(ctx)
+	c, err := r.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.UI.SetState(ctx, user, instanceID, extension, values)
+	return r.UI.SetState(ctx, c, instanceID, extension, values)
 }
 
 func (r *mutationResolver) SelectResponseUI(ctx context.Context, handle string, messageID string, capability string, arguments models.JSON, result models.JSON) (*models.ResponseRender, error) {
@@ -73,11 +73,11 @@ func (r *queryResolver) HostInfo(ctx context.Context) (*graph.HostInfo, error) {
 }
 
 func (r *queryResolver) UIConfig(ctx context.Context, instanceID string, extension string) (*models.UIConfig, error) {
-	user, err := auth.Require(ctx)
+	c, err := r.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.UI.UIConfig(ctx, user, instanceID, extension)
+	return r.UI.UIConfig(ctx, c, instanceID, extension)
 }
 
 func (r *queryResolver) ResponseCandidates(ctx context.Context) ([]*models.ResponseCandidate, error) {

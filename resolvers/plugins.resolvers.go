@@ -80,7 +80,7 @@ func (r *mutationResolver) InstallPlugin(ctx context.Context, packageArg string)
 	if err != nil {
 		return nil, err
 	}
-	return r.prepared(r.Lifecycle.Install(ctx, user, data))
+	return r.Lifecycle.Install(ctx, user, data)
 }
 
 func (r *mutationResolver) UpdatePlugin(ctx context.Context, installationID string, packageArg string) (*models.Installation, error) {
@@ -92,7 +92,7 @@ func (r *mutationResolver) UpdatePlugin(ctx context.Context, installationID stri
 	if err != nil {
 		return nil, err
 	}
-	return r.prepared(r.Lifecycle.Update(ctx, user, installationID, data))
+	return r.Lifecycle.Update(ctx, user, installationID, data)
 }
 
 func (r *mutationResolver) UninstallPlugin(ctx context.Context, installationID string) (bool, error) {

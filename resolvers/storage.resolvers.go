@@ -63,7 +63,7 @@ func (r *mutationResolver) ApplyCapabilityResult(ctx context.Context, instanceID
 	if err != nil {
 		return nil, err
 	}
-	c := storage.Caller{UserID: user.ID, Generation: int64(generation), Actor: storage.ActorHost, Capability: capability}
+	c := models.Caller{UserID: user.ID, Generation: int64(generation), Actor: models.ActorHost, Capability: capability}
 	return r.Storage.ApplyCapabilityResult(ctx, c, instanceID, capability, result)
 }
 

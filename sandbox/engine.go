@@ -340,6 +340,24 @@ func (e *Engine) compileInBackground(ctx context.Context, wasm []byte, sum [32]b
 	e.mu.Unlock()
 }
 
+// Known reports whether the module of the SHA-256 sum (hex) is compiled,
+// being compiled, or was refused recently: whether compiling it now would
+// do nothing new.
+func (e *Engine) Known(sumHex string) bool {
+	var sum [32]byte
+	if b, err := hex.DecodeString(sumHex); err != nil || len(b) != len(sum) {
+		return false
+	} else {
+		copy(sum[:], b)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, compiled := e.compiled[sum]
+	_, pending := e.pending[sum]
+	_, failed := e.failed[sum]
+	return compiled || pending || failed
+}
+
 // CompileStored returns the compiled module whose bytes have the SHA-256
 // sum (hex), calling load for the bytes only when it is neither compiled
 // nor being compiled. The caller must Release the module when done with it.

@@ -38,10 +38,10 @@ type Output struct {
 //
 // A failure is a CAPABILITY_FAILED error with its reason; the standard error
 // kept so far is returned with it.
-func (e *Engine) exec(ctx context.Context, m *Module, user, instanceID string, stdin []byte) (*Output, error) {
+func (e *Engine) exec(ctx context.Context, m *Module, user, instanceID string, background bool, stdin []byte) (*Output, error) {
 	l := e.limits
 	// 1. A slot.
-	release, err := e.acquire(ctx, user, instanceID)
+	release, err := e.acquire(ctx, user, instanceID, background)
 	if err != nil {
 		return nil, err
 	}
@@ -262,15 +262,21 @@ func (randReader) Read(p []byte) (int, error) { return rand.Read(p) }
 
 // acquire takes a run slot for the Instance, one for the user and one
 // overall, waiting at most QueueWait (or until the caller's deadline, if
-// sooner) for them; when none frees up by then, the run is busy.
-func (e *Engine) acquire(ctx context.Context, user, instanceID string) (func(), error) {
+// sooner) for them; when none frees up by then, the run is busy. A user's
+// background runs have slots of their own, apart from the runs the user
+// asks for, so that neither waits for the other, and wait up to a run's
+// wall time: no one is waiting for their answer.
+func (e *Engine) acquire(ctx context.Context, user, instanceID string, background bool) (func(), error) {
 	wait := e.limits.QueueWait
+	ikey, ukey := "i"+instanceID, "u"+user
+	if background {
+		wait, ukey = max(wait, e.limits.Timeout), "b"+user
+	}
 	if d, ok := ctx.Deadline(); ok {
 		wait = min(wait, time.Until(d)-time.Millisecond)
 	}
 	timer := time.NewTimer(max(wait, 0))
 	defer timer.Stop()
-	ikey, ukey := "i"+instanceID, "u"+user
 	for {
 		e.mu.Lock()
 		if e.running[ikey] < e.limits.PerInstance && (user == "" || e.running[ukey] < e.limits.PerUser) {
@@ -294,7 +300,7 @@ func (e *Engine) acquire(ctx context.Context, user, instanceID string) (func(), 
 	releaseKeys := func() {
 		e.mu.Lock()
 		for _, k := range []string{ikey, ukey} {
-			if k == "u" {
+			if k == "u" || k == "b" {
 				continue
 			}
 			if e.running[k]--; e.running[k] <= 0 {

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -71,33 +70,27 @@ func TestHostileModules(t *testing.T) {
 // and what runs held is given back when they end.
 func TestMemoryOfAllRuns(t *testing.T) {
 	const limit = 64 << 20
-	e := newEngine(t, Limits{Timeout: 3 * time.Second, MemoryBytes: limit, TotalMemoryBytes: limit + limit/2 + stackReserve(Limits{StackBytes: DefaultStackBytes})*2,
-		PerUser: 4})
-	m := compileBytes(t, e, wasmtest.MemoryGrowLoop())
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			j := job(m, models.Capability{}, `{}`)
-			j.Request.Instance.ID = []string{"a", "b"}[i]
-			_, _, errs[i] = e.Run(context.Background(), j)
-		}()
+	e := newEngine(t, Limits{Timeout: 3 * time.Second, MemoryBytes: limit, TotalMemoryBytes: limit + limit/2 + stackReserve(Limits{StackBytes: DefaultStackBytes})*2})
+	holder := compileBytes(t, e, wasmtest.HoldMemory(limit/wasmbin.PageBytes))
+	grower := compileBytes(t, e, wasmtest.MemoryGrowLoop())
+	held := make(chan error, 1)
+	go func() {
+		j := job(holder, models.Capability{}, `{}`)
+		j.Request.Instance.ID = "holder"
+		_, _, err := e.Run(context.Background(), j)
+		held <- err
+	}()
+	for e.MemoryInUse() < limit { // the holder has its memory
+		time.Sleep(time.Millisecond)
 	}
-	wg.Wait()
-	starved := 0
-	for _, err := range errs {
-		f := failure(t, err)
-		if f.Reason != models.ReasonMemory {
-			t.Fatalf("got %v, want reason memory", err)
-		}
-		if strings.Contains(f.Message, "in use by other runs") {
-			starved++
-		}
+	j := job(grower, models.Capability{}, `{}`)
+	j.Request.Instance.ID = "grower"
+	_, _, err := e.Run(context.Background(), j)
+	if f := failure(t, err); f.Reason != models.ReasonMemory || !strings.Contains(f.Message, "in use by other runs") {
+		t.Fatalf("a run past what the holder leaves: %v", err)
 	}
-	if starved == 0 {
-		t.Errorf("two runs of %d bytes each fit in %d bytes: %v", limit, e.Limits().TotalMemoryBytes, errs)
+	if f := failure(t, <-held); f.Reason != models.ReasonTimeout {
+		t.Fatalf("the holder: %v", f)
 	}
 	if e.MemoryInUse() != 0 {
 		t.Errorf("after the runs, %d bytes are still charged", e.MemoryInUse())

@@ -119,7 +119,7 @@ func (e *Engine) Run(ctx context.Context, job Job) (*Result, Report, error) {
 
 	// 3. The module, in a fresh instance, within the limits.
 	begun := time.Now()
-	out, err := e.exec(ctx, job.Module, job.User, req.Instance.ID, stdin)
+	out, err := e.exec(ctx, job.Module, job.User, req.Instance.ID, req.Trigger == TriggerSchedule, stdin)
 	rep.Duration = time.Since(begun)
 	if out != nil {
 		rep.Stderr = out.Stderr

@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"pluginhost/access"
 	"pluginhost/capability"
 	"pluginhost/database"
 	"pluginhost/models"
@@ -59,6 +60,8 @@ const DefaultTick = time.Second
 type Scheduler struct {
 	DB     *database.DB
 	Runner *capability.Service
+	// Gate lists the Instances whose capabilities run.
+	Gate *access.Gate
 	// Owner names this replica in leases; random when empty.
 	Owner string
 	// Tick is how often to look for due runs; DefaultTick when zero.
@@ -158,9 +161,8 @@ func (s *Scheduler) Pass(ctx context.Context) error {
 			"instances.user_id, instances.installation_id").
 		Joins("JOIN instances ON instances.id = background_schedules.instance_id").
 		Joins("JOIN installations ON installations.id = instances.installation_id").
-		Where("background_schedules.next_run_at <= ? AND background_schedules.lease_until <= ? AND background_schedules.quarantined_at = 0 "+
-			"AND instances.enabled = ? AND installations.status = ?",
-			now.UnixMicro(), now.UnixMicro(), true, models.InstallationInstalled).
+		Where("background_schedules.next_run_at <= ? AND background_schedules.lease_until <= ? AND background_schedules.quarantined_at = 0 AND "+access.Usable,
+			append([]any{now.UnixMicro(), now.UnixMicro()}, access.UsableArgs()...)...).
 		Order("background_schedules.next_run_at").Limit(256).Scan(&rows).Error
 	if err != nil {
 		return err
@@ -207,7 +209,7 @@ func (s *Scheduler) claim(ctx context.Context, d due, now time.Time) (bool, erro
 // QuarantineAfter in a row. A run given up because this replica is shutting
 // down releases its lease, due again at once for another replica.
 func (s *Scheduler) run(ctx context.Context, d due) {
-	_, err := s.Runner.Run(ctx, capability.Call{UserID: d.UserID, InstanceID: d.InstanceID, Capability: d.Capability, Trigger: sandbox.TriggerSchedule})
+	_, err := s.Runner.Run(ctx, capability.Call{Caller: models.Caller{UserID: d.UserID}, InstanceID: d.InstanceID, Capability: d.Capability, Trigger: sandbox.TriggerSchedule})
 	write := s.DB.Write.WithContext(context.WithoutCancel(ctx)).Table("background_schedules").
 		Where("instance_id = ? AND capability = ? AND lease_owner = ?", d.InstanceID, d.Capability, s.Owner)
 	now := s.Now()
@@ -221,7 +223,12 @@ func (s *Scheduler) run(ctx context.Context, d due) {
 	outcome := capability.Outcome(err)
 	set := map[string]any{"last_run_at": now.UnixMicro(), "last_outcome": outcome, "lease_owner": "", "lease_until": 0, "failures": 0}
 	quarantined := false
-	if err != nil {
+	switch {
+	case outcome == models.ReasonBusy:
+		// The host had no slot for it: not the capability's failure. It
+		// runs at its next period, its failures as they were.
+		set["failures"] = d.Failures
+	case err != nil:
 		failures := d.Failures + 1
 		set["failures"] = failures
 		set["next_run_at"] = now.Add(Backoff(d.period, failures)).UnixMicro()
@@ -282,7 +289,7 @@ func (s *Scheduler) quarantineLost(ctx context.Context, now time.Time) error {
 
 // recordQuarantine writes the quarantine in the Instance's audit trail.
 func (s *Scheduler) recordQuarantine(ctx context.Context, d due) {
-	who := storage.Caller{UserID: d.UserID, Actor: storage.ActorBackground, Capability: d.Capability}
+	who := models.Caller{UserID: d.UserID, Actor: models.ActorBackground, Capability: d.Capability}
 	err := s.Runner.Storage.RecordCapability(context.WithoutCancel(ctx), who, d.InstallationID, d.InstanceID, storage.OperationQuarantine, OutcomeQuarantined)
 	if err != nil && s.Log != nil {
 		s.Log.Error("schedule: audit record lost", "err", err, "instance", d.InstanceID, "capability", d.Capability)
@@ -313,16 +320,7 @@ func Backoff(period time.Duration, failures int) time.Duration {
 // package no longer schedules. It returns the period of every scheduled
 // capability of every enabled Instance, by Instance and capability.
 func (s *Scheduler) sync(ctx context.Context) (map[[2]string]time.Duration, error) {
-	var instances []struct {
-		InstanceID     string
-		InstallationID string
-		Generation     int64
-	}
-	err := s.DB.Read.WithContext(ctx).Table("instances").
-		Select("instances.id AS instance_id, installations.id AS installation_id, installations.generation").
-		Joins("JOIN installations ON installations.id = instances.installation_id").
-		Where("instances.enabled = ? AND installations.status = ?", true, models.InstallationInstalled).
-		Scan(&instances).Error
+	instances, err := s.Gate.List(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -340,28 +338,24 @@ func (s *Scheduler) sync(ctx context.Context) (map[[2]string]time.Duration, erro
 	enabled := map[string]bool{}
 	wanted := map[[2]string]time.Duration{}
 	now := s.Now().UnixMicro()
-	for _, in := range instances {
-		m, err := s.Runner.Manifest(ctx, in.InstallationID, in.Generation)
-		if err != nil {
-			return nil, err
-		}
-		enabled[in.InstanceID] = true
-		scheduled := capability.Scheduled(m)
+	for _, t := range instances {
+		enabled[t.Instance.ID] = true
+		scheduled := capability.Scheduled(t.Manifest)
 		if len(scheduled) > 0 {
 			// This replica compiles the package's modules ahead of the
 			// first run it claims, which would otherwise spend its period
 			// compiling.
-			s.Runner.Prepare(in.InstallationID, in.Generation)
+			s.Runner.Prepare(t)
 		}
 		for _, c := range scheduled {
-			key := [2]string{in.InstanceID, c.ID}
+			key := [2]string{t.Instance.ID, c.ID}
 			wanted[key] = time.Duration(c.ScheduleSeconds) * time.Second
 			if have[key] {
 				continue
 			}
 			err := s.DB.Write.WithContext(ctx).Exec(`INSERT INTO background_schedules
 				(instance_id, capability, next_run_at, lease_owner, lease_until, last_run_at, last_outcome, failures)
-				VALUES (?, ?, ?, '', 0, 0, '', 0)`, in.InstanceID, c.ID, now).Error
+				VALUES (?, ?, ?, '', 0, 0, '', 0)`, t.Instance.ID, c.ID, now).Error
 			if err != nil && !database.IsDuplicate(err) {
 				return nil, err
 			}
@@ -393,11 +387,14 @@ type Run struct {
 // Instance (one the caller may see): a capability not yet picked up by a
 // replica is due now.
 func (s *Scheduler) Runs(ctx context.Context, inst *models.Instance) ([]Run, error) {
-	var gen int64
-	if err := s.DB.Read.WithContext(ctx).Table("installations").Select("generation").Where("id = ?", inst.InstallationID).Limit(1).Scan(&gen).Error; err != nil {
+	r, err := s.Gate.Read(ctx, inst.ID)
+	if err != nil {
 		return nil, err
 	}
-	m, err := s.Runner.Manifest(ctx, inst.InstallationID, gen)
+	if r == nil {
+		return []Run{}, nil // gone since it was read
+	}
+	m, err := s.Gate.Manifest(ctx, nil, r.Installation.ID, r.Installation.Generation)
 	if err != nil {
 		return nil, err
 	}

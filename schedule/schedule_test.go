@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"pluginhost/capability"
-	"pluginhost/database"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/internal/wasmtest"
 	"pluginhost/models"
 	"pluginhost/sandbox"
 	"pluginhost/schedule"
+	"pluginhost/server"
 	"pluginhost/storage"
 )
 
@@ -38,6 +38,7 @@ func (c *clock) add(d time.Duration) {
 
 type world struct {
 	env      *fixture.Env
+	second   *fixture.Env // the second replica's server
 	clock    *clock
 	replicas []*schedule.Scheduler
 	user     *models.User
@@ -68,7 +69,8 @@ func newWorld(t *testing.T, b testenv.Backend) *world {
 // newWorldWithPolicy is newWorld for a plugin with the given data_policy.
 func newWorldWithPolicy(t *testing.T, b testenv.Backend, dataPolicy string) *world {
 	t.Helper()
-	w := &world{env: fixture.New(t, b), clock: &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	limits := fixture.RunLimits(sandbox.Limits{Timeout: 2 * time.Second})
+	w := &world{env: fixture.New(t, b, limits), clock: &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
 	w.user = w.env.User(t, "alice")
 	files := map[string][]byte{
 		"capabilities/tick.wasm":  wasmtest.Module(t, "testdata/modules", "tick"),
@@ -80,20 +82,12 @@ func newWorldWithPolicy(t *testing.T, b testenv.Backend, dataPolicy string) *wor
 		t.Fatal(err)
 	}
 	w.inst = w.env.Instance(t, w.user, w.intl)
-	for i := range 2 {
-		db := w.env.DB
-		store := w.env.Store
-		if i > 0 {
-			if db, err = database.Open(b.DSN); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			store = &storage.Service{DB: db, Bus: w.env.Bus}
-		}
-		env := *w.env
-		env.DB, env.Store = db, store
-		runs := env.Capabilities(t, sandbox.Limits{Timeout: 2 * time.Second})
-		w.replicas = append(w.replicas, &schedule.Scheduler{DB: db, Runner: runs, Now: w.clock.Now, Owner: []string{"a", "b"}[i]})
+	// Two replicas: this test's server and a second one on the same
+	// database, each with its own connections and engine, each running its
+	// schedule by hand on the test's clock.
+	w.second = fixture.New(t, b, limits)
+	for i, s := range []*server.Server{w.env.Server, w.second.Server} {
+		w.replicas = append(w.replicas, &schedule.Scheduler{DB: s.DB, Runner: s.Runs, Gate: s.Gate, Now: w.clock.Now, Owner: []string{"a", "b"}[i]})
 	}
 	return w
 }
@@ -124,7 +118,7 @@ func (w *world) runs(t *testing.T, capabilityID string) int {
 	t.Helper()
 	n := 0
 	for cursor := int64(0); ; {
-		entries, more, err := w.env.Store.Audit(context.Background(), w.user.ID, storage.AuditQuery{Actor: storage.ActorBackground, Limit: 100, Before: cursor})
+		entries, more, err := w.env.Store.Audit(context.Background(), w.user.ID, storage.AuditQuery{Actor: models.ActorBackground, Limit: 100, Before: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +136,7 @@ func (w *world) runs(t *testing.T, capabilityID string) int {
 
 func (w *world) ticks(t *testing.T) int {
 	t.Helper()
-	res, err := w.env.Store.Get(context.Background(), storage.Caller{UserID: w.user.ID}, w.inst.ID, "notes", "ticks")
+	res, err := w.env.Store.Get(context.Background(), models.Caller{UserID: w.user.ID}, w.inst.ID, "notes", "ticks")
 	if err != nil {
 		return 0
 	}
@@ -158,8 +152,9 @@ func (w *world) ticks(t *testing.T) int {
 func TestExactlyOneReplicaPerPeriod(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		w := newWorld(t, b)
-		sub := w.env.Bus.Subscribe(w.inst.ID)
-		defer sub.Close()
+		// A subscriber on each replica: a run's change is published by the
+		// replica that ran it (across replicas, Redis relays it).
+		subs := []*fixture.Changes{w.env.Changes(t, w.user, w.inst.ID), w.second.Changes(t, w.user, w.inst.ID)}
 		const periods = 6
 		for p := 1; p <= periods; p++ {
 			w.pass(t)
@@ -172,10 +167,22 @@ func TestExactlyOneReplicaPerPeriod(t *testing.T) {
 		if got := w.ticks(t); got != periods {
 			t.Fatalf("ticks = %d, want %d: each run's host actions apply once", got, periods)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if c, ok := sub.Next(ctx); !ok || c.Key == nil || *c.Key != "ticks" {
-			t.Fatalf("a subscriber did not get the background run's change: %+v", c)
+		got := 0
+		for _, sub := range subs {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // the changes came long ago
+			for {
+				c, ok := sub.Next(ctx)
+				if !ok {
+					break
+				}
+				if c.Key != nil && *c.Key == "ticks" {
+					got++
+				}
+			}
+			cancel()
+		}
+		if got == 0 {
+			t.Fatal("no subscriber got a background run's change")
 		}
 	})
 }
@@ -323,8 +330,8 @@ func TestReplicaCompilesScheduledModulesAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { engine.Close(context.Background()) })
-	late := &schedule.Scheduler{DB: w.env.DB, Now: w.clock.Now, Owner: "c",
-		Runner: &capability.Service{DB: w.env.DB, Storage: w.env.Store, Engine: engine}}
+	late := &schedule.Scheduler{DB: w.env.DB, Now: w.clock.Now, Owner: "c", Gate: w.env.Server.Gate,
+		Runner: &capability.Service{DB: w.env.DB, Storage: w.env.Store, Engine: engine, Gate: w.env.Server.Gate}}
 	before := w.runs(t, "notes.tick")
 	if err := late.Pass(context.Background()); err != nil {
 		t.Fatal(err)
@@ -364,7 +371,7 @@ func (w *world) run(t *testing.T, capabilityID string) schedule.Run {
 // quarantines counts the audit trail's quarantine records of a capability.
 func (w *world) quarantines(t *testing.T, capabilityID string) int {
 	t.Helper()
-	entries, _, err := w.env.Store.Audit(context.Background(), w.user.ID, storage.AuditQuery{Actor: storage.ActorBackground, Limit: 100})
+	entries, _, err := w.env.Store.Audit(context.Background(), w.user.ID, storage.AuditQuery{Actor: models.ActorBackground, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"pluginhost/access"
 	"pluginhost/database"
 	"pluginhost/metrics"
 	"pluginhost/models"
@@ -42,7 +43,7 @@ type hostAction struct {
 // skill or background; c.Generation is the package generation the capability
 // ran for, and a different current one is a CONFLICT. The answer carries
 // evidence for every changed key.
-func (s *Service) ApplyCapabilityResult(ctx context.Context, c Caller, instanceID, capability string, result models.JSON) (out *models.ExtensionResult, opErr error) {
+func (s *Service) ApplyCapabilityResult(ctx context.Context, c models.Caller, instanceID, capability string, result models.JSON) (out *models.ExtensionResult, opErr error) {
 	defer func() { metrics.StorageOperation("apply_capability_result", c.Actor, opErr) }()
 	res, err := s.applyCapabilityResult(ctx, c, instanceID, capability, result)
 	if err != nil {
@@ -51,7 +52,7 @@ func (s *Service) ApplyCapabilityResult(ctx context.Context, c Caller, instanceI
 	return res, err
 }
 
-func (s *Service) applyCapabilityResult(ctx context.Context, c Caller, instanceID, capability string, result models.JSON) (*models.ExtensionResult, error) {
+func (s *Service) applyCapabilityResult(ctx context.Context, c models.Caller, instanceID, capability string, result models.JSON) (*models.ExtensionResult, error) {
 	if err := checkGeneration(c); err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func (s *Service) applyCapabilityResult(ctx context.Context, c Caller, instanceI
 
 // ApplyHostActions applies a host_actions list, as a capability returned it
 // in data.host_actions, to an Instance, as ApplyCapabilityResult does.
-func (s *Service) ApplyHostActions(ctx context.Context, c Caller, instanceID, capability string, list json.RawMessage) (out *models.ExtensionResult, opErr error) {
+func (s *Service) ApplyHostActions(ctx context.Context, c models.Caller, instanceID, capability string, list json.RawMessage) (out *models.ExtensionResult, opErr error) {
 	defer func() { metrics.StorageOperation("apply_capability_result", c.Actor, opErr) }()
 	res, err := s.applyHostActions(ctx, c, instanceID, capability, list)
 	if err != nil {
@@ -73,7 +74,7 @@ func (s *Service) ApplyHostActions(ctx context.Context, c Caller, instanceID, ca
 	return res, err
 }
 
-func (s *Service) applyHostActions(ctx context.Context, c Caller, instanceID, capability string, list json.RawMessage) (*models.ExtensionResult, error) {
+func (s *Service) applyHostActions(ctx context.Context, c models.Caller, instanceID, capability string, list json.RawMessage) (*models.ExtensionResult, error) {
 	if err := checkGeneration(c); err != nil {
 		return nil, err
 	}
@@ -85,7 +86,8 @@ func (s *Service) applyHostActions(ctx context.Context, c Caller, instanceID, ca
 	var sc *scope
 	_, err = s.write(ctx, c, instanceID, true, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
 		sc = locked
-		kind, ok := sc.decl.capabilities[capability]
+		declared, ok := sc.manifest.Capability(capability)
+		kind := declared.Kind
 		if !ok {
 			return nil, models.Errorf(models.ErrPermissionDenied, "capability %q is not declared by plugin %s", capability, sc.PluginID)
 		}
@@ -138,7 +140,7 @@ func (s *Service) applyHostActions(ctx context.Context, c Caller, instanceID, ca
 }
 
 // checkGeneration checks the package generation a capability ran for.
-func checkGeneration(c Caller) error {
+func checkGeneration(c models.Caller) error {
 	if c.Generation < 1 {
 		return models.Errorf(models.ErrInvalid, "generation must be the positive package generation the capability ran for")
 	}
@@ -237,9 +239,25 @@ type Snapshot struct {
 
 // Snapshot returns every declared namespace of an Instance with its items and
 // their revisions, the storage revision and the package generation, read at
-// one point in time.
-func (s *Service) Snapshot(ctx context.Context, c Caller, instanceID string) (out *Snapshot, opErr error) {
+// one point in time, for a caller the Instance gate admits.
+func (s *Service) Snapshot(ctx context.Context, c models.Caller, instanceID string) (*Snapshot, error) {
+	t, err := s.Gate.Open(ctx, c, instanceID, access.Use)
+	if err != nil {
+		metrics.StorageOperation("snapshot", c.Actor, err)
+		return nil, err
+	}
+	return s.SnapshotOf(ctx, c, t)
+}
+
+// SnapshotOf is Snapshot of an Instance the gate has admitted for the
+// caller (a capability run checks access once): its storage revision and
+// items, read in one transaction.
+func (s *Service) SnapshotOf(ctx context.Context, c models.Caller, t *access.Target) (out *Snapshot, opErr error) {
 	defer func() { metrics.StorageOperation("snapshot", c.Actor, opErr) }()
+	st := t.Manifest.EffectiveStorage()
+	if !t.Manifest.HasPermission(models.PermissionStorage) || st == nil {
+		return nil, models.Errorf(models.ErrPermissionDenied, "plugin %s does not request the storage permission", t.Installation.PluginID)
+	}
 	if _, err := s.prepare(ctx); err != nil {
 		return nil, s.internal(err)
 	}
@@ -248,20 +266,12 @@ func (s *Service) Snapshot(ctx context.Context, c Caller, instanceID string) (ou
 		return nil, s.internal(err)
 	}
 	defer tx.Rollback()
-	sc, err := scanScope(ctx, tx.StmtContext(ctx, s.q.scope), instanceID)
-	if err != nil {
+	snap := &Snapshot{InstanceID: t.Instance.ID, InstallationID: t.Installation.ID, Generation: t.Installation.Generation}
+	if err := tx.QueryRowContext(ctx, "SELECT storage_revision FROM instances WHERE id = ?", t.Instance.ID).Scan(&snap.StorageRevision); err != nil {
 		return nil, s.internal(err)
 	}
-	if sc == nil {
-		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q does not exist or does not belong to you", instanceID)
-	}
-	// The same checks as every read, on the scope read in this transaction.
-	if _, err := s.checkScope(ctx, s.readDB, c, sc); err != nil {
-		return nil, err
-	}
-	snap := &Snapshot{InstanceID: sc.InstanceID, InstallationID: sc.InstallationID, Generation: sc.Generation, StorageRevision: sc.StorageRevision}
-	for _, n := range sc.decl.storage.Namespaces {
-		rows, err := tx.QueryContext(ctx, "SELECT item_key, value, size, revision, created_at, updated_at FROM storage_items WHERE instance_id = ? AND namespace = ? ORDER BY item_key", sc.InstanceID, n.ID)
+	for _, n := range st.Namespaces {
+		rows, err := tx.QueryContext(ctx, "SELECT item_key, value, size, revision, created_at, updated_at FROM storage_items WHERE instance_id = ? AND namespace = ? ORDER BY item_key", t.Instance.ID, n.ID)
 		if err != nil {
 			return nil, s.internal(err)
 		}

@@ -50,10 +50,10 @@ func TestHostActions(t *testing.T) {
 		alice := e.User(t, "alice")
 		instl := e.Install(t, alice, capManifest())
 		inst := e.Instance(t, alice, instl)
-		host := func(capability string) storage.Caller {
-			return storage.Caller{UserID: alice.ID, Generation: instl.Generation, Actor: storage.ActorHost, Capability: capability}
+		host := func(capability string) models.Caller {
+			return models.Caller{UserID: alice.ID, Generation: instl.Generation, Actor: models.ActorHost, Capability: capability}
 		}
-		ui := storage.Caller{UserID: alice.ID}
+		ui := models.Caller{UserID: alice.ID}
 		e.Store.Create(ctx, ui, inst.ID, "notes", "existing", js("v1"))
 		e.Store.Create(ctx, ui, inst.ID, "notes", "doomed", js("x"))
 
@@ -129,14 +129,14 @@ func TestHostActions(t *testing.T) {
 		}
 		for _, tc := range []struct {
 			name       string
-			c          storage.Caller
+			c          models.Caller
 			capability string
 			code       models.Code
 		}{
 			{"undeclared capability", host("notes.other"), "notes.other", models.ErrPermissionDenied},
 			{"data capability", host("notes.feed"), "notes.feed", models.ErrPermissionDenied},
-			{"stale generation", storage.Caller{UserID: alice.ID, Generation: 7, Actor: storage.ActorHost}, "notes.sync", models.ErrConflict},
-			{"another user", storage.Caller{UserID: e.User(t, "mallory").ID, Generation: 1, Actor: storage.ActorHost}, "notes.sync", models.ErrPermissionDenied},
+			{"stale generation", models.Caller{UserID: alice.ID, Generation: 7, Actor: models.ActorHost}, "notes.sync", models.ErrConflict},
+			{"another user", models.Caller{UserID: e.User(t, "mallory").ID, Generation: 1, Actor: models.ActorHost}, "notes.sync", models.ErrPermissionDenied},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				_, err := e.Store.ApplyCapabilityResult(ctx, tc.c, inst.ID, tc.capability, result(set("other", "z", 1)))
@@ -172,7 +172,7 @@ func TestHostActions(t *testing.T) {
 			t.Fatalf("%d runners won; the key is at revision %d", won, it.Revision)
 		}
 		// Host actions are in the audit trail, refusals included.
-		entries, _, _ := e.Store.Audit(ctx, alice.ID, storage.AuditQuery{Actor: storage.ActorHost, Limit: 100})
+		entries, _, _ := e.Store.Audit(ctx, alice.ID, storage.AuditQuery{Actor: models.ActorHost, Limit: 100})
 		okN, refused := 0, 0
 		for _, en := range entries {
 			if en.Outcome == "ok" {
@@ -194,7 +194,7 @@ func TestSavedEntities(t *testing.T) {
 		e := fixture.New(t, b)
 		alice := e.User(t, "alice")
 		inst := e.Instance(t, alice, e.Install(t, alice, fixture.Manifest("com.test.saved", fixture.NS("saved_entities", 65536), fixture.NS("notes", 1000))))
-		c := storage.Caller{UserID: alice.ID}
+		c := models.Caller{UserID: alice.ID}
 		valid := func() map[string]any {
 			return map[string]any{"type": "place", "title": "Café", "subtitle": "Paris", "description": "Nice", "url": "https://example.com/cafe",
 				"image_url": "https://example.com/cafe.png", "favorite": true, "data": map[string]any{"rating": 4.5}, "source_capability": "places.search"}

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"pluginhost/access"
 	"pluginhost/database"
 	"pluginhost/models"
 )
@@ -91,7 +92,7 @@ func (s *Service) recordAudit(ctx context.Context, r auditRecord) error {
 
 // auditMutation records one change of an audited caller, in the change's
 // transaction: it is committed exactly when the change is.
-func (s *Service) auditMutation(ctx context.Context, tx *sql.Tx, c Caller, sc *scope, m mutation) error {
+func (s *Service) auditMutation(ctx context.Context, tx *sql.Tx, c models.Caller, sc *scope, m mutation) error {
 	_, err := tx.ExecContext(ctx, auditInsertSQL, auditRecord{
 		userID: c.UserID, installationID: sc.InstallationID, instanceID: sc.InstanceID,
 		actor: c.Actor, capability: c.Capability, namespace: m.ns, key: m.key,
@@ -102,12 +103,12 @@ func (s *Service) auditMutation(ctx context.Context, tx *sql.Tx, c Caller, sc *s
 
 // RecordRefusal records in the audit trail a refused call of an audited
 // caller (the AI or host actions); refusals are kept although nothing changed.
-func (s *Service) RecordRefusal(c Caller, instanceID, ns, key string, err error) {
+func (s *Service) RecordRefusal(c models.Caller, instanceID, ns, key string, err error) {
 	if c.Actor == "" || err == nil {
 		return
 	}
 	op := operationOf(c.Capability)
-	if c.Actor == ActorHost {
+	if c.Actor == models.ActorHost {
 		op = "apply"
 	}
 	code := string(models.ErrorCode(err))
@@ -182,18 +183,17 @@ func (s *Service) Audit(ctx context.Context, userID string, q AuditQuery) ([]Aud
 		return nil, false, models.Errorf(models.ErrInvalid, "limit is %d; it must be from 1 to 100", q.Limit)
 	}
 	switch q.Actor {
-	case "", ActorAI, ActorHost, ActorCapability, ActorBackground:
+	case "", models.ActorAI, models.ActorHost, models.ActorCapability, models.ActorBackground:
 	default:
-		return nil, false, models.Errorf(models.ErrInvalid, "actor %q: want %s, %s, %s or %s", q.Actor, ActorAI, ActorHost, ActorCapability, ActorBackground)
+		return nil, false, models.Errorf(models.ErrInvalid, "actor %q: want %s, %s, %s or %s", q.Actor, models.ActorAI, models.ActorHost, models.ActorCapability, models.ActorBackground)
 	}
 	if q.InstanceID != "" {
-		var owner string
-		err := s.DB.Read.WithContext(ctx).Raw("SELECT user_id FROM instances WHERE id = ?", q.InstanceID).Row().Scan(&owner)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		r, err := s.Gate.Read(ctx, q.InstanceID)
+		if err != nil {
 			return nil, false, s.internal(err)
 		}
-		if owner == "" || owner != userID {
-			return nil, false, models.Errorf(models.ErrPermissionDenied, "instance %q does not exist or does not belong to you", q.InstanceID)
+		if err := access.Decide(models.Caller{UserID: userID}, q.InstanceID, r, access.Manage); err != nil {
+			return nil, false, err
 		}
 	}
 	query := `SELECT id, installation_id, instance_id, actor, capability, namespace, item_key, operation, outcome,

@@ -22,7 +22,7 @@ func TestAuditRecordsAreBounded(t *testing.T) {
 		instl := e.Install(t, alice, capManifest())
 		inst := e.Instance(t, alice, instl)
 		refused := models.Errorf(models.ErrInvalid, "refused")
-		ai := storage.Caller{UserID: alice.ID, AI: true, Actor: storage.ActorAI, Capability: models.ToolCreate}
+		ai := models.Caller{UserID: alice.ID, AI: true, Actor: models.ActorAI, Capability: models.ToolCreate}
 
 		latest := func(t *testing.T) storage.AuditEntry {
 			t.Helper()
@@ -66,7 +66,7 @@ func TestAuditRecordsAreBounded(t *testing.T) {
 			})
 		}
 		t.Run("refused host actions with a 5 MB instance id", func(t *testing.T) {
-			host := storage.Caller{UserID: alice.ID, Generation: instl.Generation, Actor: storage.ActorHost, Capability: n("c", 1000)}
+			host := models.Caller{UserID: alice.ID, Generation: instl.Generation, Actor: models.ActorHost, Capability: n("c", 1000)}
 			_, err := e.Store.ApplyCapabilityResult(ctx, host, n("x", 5<<20), "notes.sync", result(set("notes", "k", 1)))
 			wantCode(t, err, models.ErrPermissionDenied)
 			got := latest(t)

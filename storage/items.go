@@ -21,13 +21,13 @@ type ListQuery struct {
 }
 
 // List returns items of a namespace in key order (by code point).
-func (s *Service) List(ctx context.Context, c Caller, instanceID string, q ListQuery) (out *models.ExtensionResult, opErr error) {
+func (s *Service) List(ctx context.Context, c models.Caller, instanceID string, q ListQuery) (out *models.ExtensionResult, opErr error) {
 	defer func() { metrics.StorageOperation("list", c.Actor, opErr) }()
 	return s.list(ctx, c, instanceID, q, nil)
 }
 
 // list lists items that match the query and, when set, keep.
-func (s *Service) list(ctx context.Context, c Caller, instanceID string, q ListQuery, keep func(value []byte) bool) (*models.ExtensionResult, error) {
+func (s *Service) list(ctx context.Context, c models.Caller, instanceID string, q ListQuery, keep func(value []byte) bool) (*models.ExtensionResult, error) {
 	limit := DefaultListLimit
 	if q.Limit != nil {
 		limit = *q.Limit
@@ -85,7 +85,7 @@ func (s *Service) list(ctx context.Context, c Caller, instanceID string, q ListQ
 }
 
 // Get returns one item.
-func (s *Service) Get(ctx context.Context, c Caller, instanceID, namespace, key string) (out *models.ExtensionResult, opErr error) {
+func (s *Service) Get(ctx context.Context, c models.Caller, instanceID, namespace, key string) (out *models.ExtensionResult, opErr error) {
 	defer func() { metrics.StorageOperation("get", c.Actor, opErr) }()
 	if err := checkReadKey(key); err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func (s *Service) Get(ctx context.Context, c Caller, instanceID, namespace, key 
 }
 
 // Create adds a key that does not exist; it never overwrites.
-func (s *Service) Create(ctx context.Context, c Caller, instanceID, namespace, key string, value models.JSON) (out *models.ExtensionResult, opErr error) {
+func (s *Service) Create(ctx context.Context, c models.Caller, instanceID, namespace, key string, value models.JSON) (out *models.ExtensionResult, opErr error) {
 	defer func() { metrics.StorageOperation("create", c.Actor, opErr) }()
 	if err := models.ValidateKey(key); err != nil {
 		return nil, err
@@ -127,7 +127,7 @@ func (s *Service) Create(ctx context.Context, c Caller, instanceID, namespace, k
 }
 
 // Update replaces a value if revision is the item's current revision.
-func (s *Service) Update(ctx context.Context, c Caller, instanceID, namespace, key string, value models.JSON, revision int64) (out *models.ExtensionResult, opErr error) {
+func (s *Service) Update(ctx context.Context, c models.Caller, instanceID, namespace, key string, value models.JSON, revision int64) (out *models.ExtensionResult, opErr error) {
 	defer func() { metrics.StorageOperation("update", c.Actor, opErr) }()
 	if err := models.ValidateKey(key); err != nil {
 		return nil, err
@@ -147,7 +147,7 @@ func (s *Service) Update(ctx context.Context, c Caller, instanceID, namespace, k
 }
 
 // Delete removes a key if revision is its current revision.
-func (s *Service) Delete(ctx context.Context, c Caller, instanceID, namespace, key string, revision int64) (out *models.ExtensionResult, opErr error) {
+func (s *Service) Delete(ctx context.Context, c models.Caller, instanceID, namespace, key string, revision int64) (out *models.ExtensionResult, opErr error) {
 	defer func() { metrics.StorageOperation("delete", c.Actor, opErr) }()
 	if err := models.ValidateKey(key); err != nil {
 		return nil, err
@@ -164,7 +164,7 @@ func (s *Service) Delete(ctx context.Context, c Caller, instanceID, namespace, k
 
 // writeItem runs one item change as a write and answers with the item and a
 // summary of what happened to it.
-func (s *Service) writeItem(ctx context.Context, c Caller, instanceID string, change func(tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error), summary func(database.ItemRow) string) (*models.ExtensionResult, error) {
+func (s *Service) writeItem(ctx context.Context, c models.Caller, instanceID string, change func(tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error), summary func(database.ItemRow) string) (*models.ExtensionResult, error) {
 	var row database.ItemRow
 	var sc *scope
 	_, err := s.write(ctx, c, instanceID, false, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
@@ -181,7 +181,7 @@ func (s *Service) writeItem(ctx context.Context, c Caller, instanceID string, ch
 
 // create, update and delete are the three item changes inside a write, for
 // one key each; the standard tools and host actions share them.
-func (s *Service) create(ctx context.Context, tx *sql.Tx, c Caller, sc *scope, namespace, key string, v []byte) (mutation, database.ItemRow, error) {
+func (s *Service) create(ctx context.Context, tx *sql.Tx, c models.Caller, sc *scope, namespace, key string, v []byte) (mutation, database.ItemRow, error) {
 	ns, err := sc.namespace(c, namespace, models.ToolCreate)
 	if err != nil {
 		return mutation{}, database.ItemRow{}, err
@@ -193,7 +193,7 @@ func (s *Service) create(ctx context.Context, tx *sql.Tx, c Caller, sc *scope, n
 	return mutation{ns: ns.ID, key: key, op: models.OpCreate, after: 1, valueBytes: int64(len(v))}, row, err
 }
 
-func (s *Service) update(ctx context.Context, tx *sql.Tx, c Caller, sc *scope, namespace, key string, v []byte, revision int64) (mutation, database.ItemRow, error) {
+func (s *Service) update(ctx context.Context, tx *sql.Tx, c models.Caller, sc *scope, namespace, key string, v []byte, revision int64) (mutation, database.ItemRow, error) {
 	ns, err := sc.namespace(c, namespace, models.ToolUpdate)
 	if err != nil {
 		return mutation{}, database.ItemRow{}, err
@@ -205,7 +205,7 @@ func (s *Service) update(ctx context.Context, tx *sql.Tx, c Caller, sc *scope, n
 	return mutation{ns: ns.ID, key: key, op: models.OpUpdate, before: revision, after: row.Revision, valueBytes: int64(len(v))}, row, err
 }
 
-func (s *Service) delete(ctx context.Context, tx *sql.Tx, c Caller, sc *scope, namespace, key string, revision int64) (mutation, database.ItemRow, error) {
+func (s *Service) delete(ctx context.Context, tx *sql.Tx, c models.Caller, sc *scope, namespace, key string, revision int64) (mutation, database.ItemRow, error) {
 	ns, err := sc.namespace(c, namespace, models.ToolDelete)
 	if err != nil {
 		return mutation{}, database.ItemRow{}, err
@@ -216,7 +216,7 @@ func (s *Service) delete(ctx context.Context, tx *sql.Tx, c Caller, sc *scope, n
 
 // Reset deletes every item of one Instance, in every namespace, and returns how
 // many were deleted. Other Instances are untouched.
-func (s *Service) Reset(ctx context.Context, c Caller, instanceID string) (out int64, opErr error) {
+func (s *Service) Reset(ctx context.Context, c models.Caller, instanceID string) (out int64, opErr error) {
 	defer func() { metrics.StorageOperation("reset", c.Actor, opErr) }()
 	var deleted int64
 	_, err := s.write(ctx, c, instanceID, false, func(tx *sql.Tx, sc *scope) ([]mutation, error) {

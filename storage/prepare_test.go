@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"pluginhost/access"
 	"pluginhost/internal/testenv"
 	"pluginhost/storage"
 )
@@ -16,7 +17,7 @@ import (
 func TestFirstCallerCancelledDoesNotBreakStorage(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		w := newWorld(t, b)
-		fresh := &storage.Service{DB: w.env.DB, Bus: w.env.Store.Bus, Log: slog.New(slog.DiscardHandler)}
+		fresh := &storage.Service{DB: w.env.DB, Bus: w.env.Store.Bus, Gate: &access.Gate{DB: w.env.DB}, Log: slog.New(slog.DiscardHandler)}
 		gone, cancel := context.WithCancel(ctx)
 		cancel()
 		if _, err := fresh.Create(gone, w.a, w.notes.ID, "notes", "first", js("x")); !errors.Is(err, context.Canceled) {

@@ -21,7 +21,7 @@ func checkNamespaceValue(ns string, v []byte) error {
 
 // SavedEntities lists the Instance's saved entities, only the favourites when
 // favorites is set. It is host.storage.list on the saved_entities namespace.
-func (s *Service) SavedEntities(ctx context.Context, c Caller, instanceID string, favorites bool, limit *int, cursor string) (*models.ExtensionResult, error) {
+func (s *Service) SavedEntities(ctx context.Context, c models.Caller, instanceID string, favorites bool, limit *int, cursor string) (*models.ExtensionResult, error) {
 	var keep func([]byte) bool
 	if favorites {
 		keep = func(v []byte) bool {
@@ -33,7 +33,7 @@ func (s *Service) SavedEntities(ctx context.Context, c Caller, instanceID string
 }
 
 // ToggleFavorite flips the favorite flag of a saved entity at its revision.
-func (s *Service) ToggleFavorite(ctx context.Context, c Caller, instanceID, key string, revision int64) (*models.ExtensionResult, error) {
+func (s *Service) ToggleFavorite(ctx context.Context, c models.Caller, instanceID, key string, revision int64) (*models.ExtensionResult, error) {
 	if err := models.ValidateKey(key); err != nil {
 		return nil, err
 	}

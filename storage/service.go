@@ -20,7 +20,6 @@ package storage
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -28,56 +27,25 @@ import (
 	"strings"
 	"sync"
 
+	"pluginhost/access"
+	"pluginhost/changes"
 	"pluginhost/database"
 	"pluginhost/models"
 )
 
-// Publisher receives every committed change, in storage revision order per
-// Instance. Publish must not block.
-type Publisher interface {
-	Publish(models.StorageChange)
-}
-
 // Service is Plugin Local Storage.
 type Service struct {
 	DB  *database.DB
-	Bus Publisher
+	Bus changes.Publisher
 	Log *slog.Logger
+	// Gate decides which Instances a caller may use.
+	Gate *access.Gate
 
-	decls  sync.Map // declKey -> *decl
 	stripe [64]sync.Mutex
 	q      queries
 	readDB *sql.DB
 	batch  *batcher
 }
-
-// Caller is who calls and under which restrictions.
-type Caller struct {
-	UserID string
-	// AI applies each namespace's ai_access: read allows list and get,
-	// read_write also create, update and delete; none and undeclared
-	// namespaces are refused.
-	AI bool
-	// Generation, when non-zero, is the package generation the caller was
-	// issued for; a different current generation is a CONFLICT.
-	Generation int64
-	// Actor, when set, records each change and each refused attempt in the
-	// audit trail: ActorAI or ActorHost.
-	Actor string
-	// Capability names what acts for the actor: the storage tool the AI
-	// called, or the capability whose host actions are applied.
-	Capability string
-}
-
-// Audited actors.
-const (
-	ActorAI   = "ai"
-	ActorHost = "host"
-	// ActorCapability is a capability run started by invoke, ActorBackground
-	// one started by the schedule; a run the AI started is ActorAI.
-	ActorCapability = "capability"
-	ActorBackground = "background"
-)
 
 // scopeCache keeps, within one batch transaction, the scopes already read:
 // nothing but the batch's own writes can change them until it commits, so a
@@ -126,7 +94,8 @@ type mutation struct {
 	valueBytes int64
 }
 
-// scope is an Instance with what the rules need of its Installation.
+// scope is an Instance a caller may use, with what the storage rules need
+// of its Installation and manifest.
 type scope struct {
 	InstanceID      string
 	UserID          string
@@ -138,20 +107,25 @@ type scope struct {
 	Generation      int64
 	UsedBytes       int64
 	AIConsent       bool
-	decl            *decl
+	manifest        *models.Manifest
+	storage         *models.StorageDecl // the manifest's storage declaration
 }
 
-// decl is the storage an Installation's manifest declares, at one generation.
-type decl struct {
-	storage      *models.StorageDecl // nil: the plugin has no storage
-	hasStorage   bool                // the manifest requests the storage permission
-	hasAIStorage bool                // the manifest requests ai_storage
-	capabilities map[string]string   // declared capability id -> kind
+// newScope returns the scope of an Instance as access.SQL read it.
+func newScope(r *access.Row) *scope {
+	return &scope{
+		InstanceID: r.Instance.ID, UserID: r.Instance.UserID, Enabled: r.Instance.Enabled, StorageRevision: r.Instance.StorageRevision,
+		InstallationID: r.Installation.ID, PluginID: r.Installation.PluginID, Status: r.Installation.Status,
+		Generation: r.Installation.Generation, UsedBytes: r.Installation.UsedBytes, AIConsent: r.Installation.AIConsent,
+	}
 }
 
-type declKey struct {
-	installation string
-	generation   int64
+// row returns what the Instance gate decides on.
+func (sc *scope) row() *access.Row {
+	var r access.Row
+	r.Instance.ID, r.Instance.UserID, r.Instance.Enabled = sc.InstanceID, sc.UserID, sc.Enabled
+	r.Installation.ID, r.Installation.Status, r.Installation.Generation = sc.InstallationID, sc.Status, sc.Generation
+	return &r
 }
 
 // loadScope reads an Instance for the caller and checks that it may be used:
@@ -159,7 +133,7 @@ type declKey struct {
 // installed and requests storage, it is enabled, and the generation matches.
 // Inside a transaction, the Instance's and Installation's rows are locked until
 // it ends.
-func (s *Service) loadScope(ctx context.Context, tx *sql.Tx, c Caller, instanceID string) (*scope, error) {
+func (s *Service) loadScope(ctx context.Context, tx *sql.Tx, c models.Caller, instanceID string) (*scope, error) {
 	q, err := s.prepare(ctx)
 	if err != nil {
 		return nil, err
@@ -168,18 +142,18 @@ func (s *Service) loadScope(ctx context.Context, tx *sql.Tx, c Caller, instanceI
 	if tx != nil {
 		st = on(ctx, tx, q.scopeLocked)
 	}
-	sc, err := scanScope(ctx, st, instanceID)
+	r, err := access.Scan(st.QueryRowContext(ctx, instanceID))
 	if err != nil {
 		return nil, err
 	}
-	if sc == nil {
-		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q does not exist or does not belong to you", instanceID)
+	if r == nil {
+		return nil, access.Decide(c, instanceID, nil, access.Use)
 	}
-	var qr querier = s.readDB
+	var qr access.Querier = s.readDB
 	if tx != nil {
 		qr = tx // never a second connection while holding locks: the pool may be exhausted
 	}
-	return s.checkScope(ctx, qr, c, sc)
+	return s.checkScope(ctx, qr, c, newScope(r))
 }
 
 // installationOf returns the Installation of an Instance, read outside any
@@ -208,70 +182,31 @@ func (s *Service) lockInstallation(ctx context.Context, tx *sql.Tx, installation
 	return err
 }
 
-// checkScope applies the rules of every call to a scope read for the caller.
-func (s *Service) checkScope(ctx context.Context, qr querier, c Caller, sc *scope) (*scope, error) {
-	if sc.UserID != c.UserID {
-		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q does not exist or does not belong to you", sc.InstanceID)
+// checkScope applies the rules of every call to a scope read for the
+// caller: the Instance gate's, then storage's own: the plugin requests
+// storage, and the AI has the consent.
+func (s *Service) checkScope(ctx context.Context, qr access.Querier, c models.Caller, sc *scope) (*scope, error) {
+	if err := access.Decide(c, sc.InstanceID, sc.row(), access.Use); err != nil {
+		return nil, err
 	}
-	if sc.Status != models.InstallationInstalled {
-		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q belongs to a plugin that is uninstalled", sc.InstanceID)
-	}
-	if !sc.Enabled {
-		return nil, models.Errorf(models.ErrPermissionDenied, "instance %q is disabled: its storage can be neither read nor written until it is enabled", sc.InstanceID)
-	}
-	d, err := s.declOf(ctx, qr, sc.InstallationID, sc.Generation)
+	m, err := s.Gate.Manifest(ctx, qr, sc.InstallationID, sc.Generation)
 	if err != nil {
 		return nil, err
 	}
-	sc.decl = d
-	if !d.hasStorage || d.storage == nil {
+	sc.manifest, sc.storage = m, m.EffectiveStorage()
+	if !m.HasPermission(models.PermissionStorage) || sc.storage == nil {
 		return nil, models.Errorf(models.ErrPermissionDenied, "plugin %s does not request the storage permission", sc.PluginID)
 	}
-	if c.AI && (!d.hasAIStorage || !sc.AIConsent) {
+	if c.AI && (!m.HasPermission(models.PermissionAIStorage) || !sc.AIConsent) {
 		return nil, models.Errorf(models.ErrPermissionDenied, "the AI may not use the storage of plugin %s: the user has not granted ai_storage (or the plugin no longer requests it)", sc.PluginID)
-	}
-	if c.Generation != 0 && c.Generation != sc.Generation {
-		return nil, models.Errorf(models.ErrConflict, "stale package generation: the call was issued for generation %d, the Installation is now at generation %d", c.Generation, sc.Generation)
 	}
 	return sc, nil
 }
 
-// querier runs a query on a connection or in a transaction.
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// declOf returns the storage declaration of an Installation at a generation.
-// A generation's manifest never changes, so it is cached.
-func (s *Service) declOf(ctx context.Context, q querier, installationID string, generation int64) (*decl, error) {
-	k := declKey{installationID, generation}
-	if d, ok := s.decls.Load(k); ok {
-		return d.(*decl), nil
-	}
-	var raw string
-	var gen int64
-	if err := q.QueryRowContext(ctx, "SELECT manifest, generation FROM installations WHERE id = ?", installationID).Scan(&raw, &gen); err != nil {
-		return nil, fmt.Errorf("load manifest of %s: %w", installationID, err)
-	}
-	var m models.Manifest
-	if err := json.Unmarshal([]byte(raw), &m); err != nil {
-		return nil, fmt.Errorf("installation %s: stored manifest: %w", installationID, err)
-	}
-	d := &decl{storage: m.EffectiveStorage(), hasStorage: m.HasPermission(models.PermissionStorage),
-		hasAIStorage: m.HasPermission(models.PermissionAIStorage), capabilities: map[string]string{}}
-	for _, c := range m.Capabilities {
-		d.capabilities[c.ID] = c.Kind
-	}
-	if gen == generation {
-		s.decls.Store(k, d)
-	}
-	return d, nil
-}
-
 // namespace resolves the namespace of a call and checks the caller may use it
 // for the tool.
-func (sc *scope) namespace(c Caller, ns, tool string) (models.NamespaceDecl, error) {
-	st := sc.decl.storage
+func (sc *scope) namespace(c models.Caller, ns, tool string) (models.NamespaceDecl, error) {
+	st := sc.storage
 	if ns == "" {
 		ns = st.DefaultNamespace()
 	}
@@ -303,7 +238,7 @@ type writeFunc func(tx *sql.Tx, sc *scope) ([]mutation, error)
 // goroutine when batching, else in a transaction of its own. A write that may
 // fail after changing something (several mutations) sets all, so that inside
 // a batch it runs under a savepoint.
-func (s *Service) write(ctx context.Context, c Caller, instanceID string, all bool, fn writeFunc) ([]models.StorageChange, error) {
+func (s *Service) write(ctx context.Context, c models.Caller, instanceID string, all bool, fn writeFunc) ([]models.StorageChange, error) {
 	var changes []models.StorageChange
 	var err error
 	if s.batch != nil {
@@ -362,7 +297,7 @@ func (s *Service) publish(changes []models.StorageChange) {
 // apply runs fn on the locked scope inside tx, bumps the Instance's storage
 // revision once per mutation, and records audited mutations. It returns the
 // changes to publish once committed.
-func (s *Service) apply(ctx context.Context, tx *sql.Tx, c Caller, instanceID string, fn writeFunc, cache *scopeCache) ([]models.StorageChange, error) {
+func (s *Service) apply(ctx context.Context, tx *sql.Tx, c models.Caller, instanceID string, fn writeFunc, cache *scopeCache) ([]models.StorageChange, error) {
 	var sc *scope
 	var err error
 	if cached := cache.get(instanceID); cached != nil {
@@ -441,14 +376,14 @@ func (s *Service) internal(err error) error {
 // Watch checks that the caller may watch an Instance's changes, and the
 // namespaces of a filter (all declared), and returns the current storage
 // revision. It applies the rules of every read.
-func (s *Service) Watch(ctx context.Context, c Caller, instanceID string, namespaces []string) (int64, error) {
+func (s *Service) Watch(ctx context.Context, c models.Caller, instanceID string, namespaces []string) (int64, error) {
 	rev, _, err := s.WatchAt(ctx, c, instanceID, namespaces)
 	return rev, err
 }
 
 // WatchAt is Watch that also returns the Installation's current package
 // generation.
-func (s *Service) WatchAt(ctx context.Context, c Caller, instanceID string, namespaces []string) (revision, generation int64, err error) {
+func (s *Service) WatchAt(ctx context.Context, c models.Caller, instanceID string, namespaces []string) (revision, generation int64, err error) {
 	sc, err := s.loadScope(ctx, nil, c, instanceID)
 	if err != nil {
 		return 0, 0, s.internal(err)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"pluginhost/access"
 	"pluginhost/database"
 	"pluginhost/models"
 )
@@ -27,10 +28,6 @@ type queries struct {
 }
 
 const (
-	scopeSQL = `SELECT instances.user_id, instances.enabled, instances.storage_revision,
-	installations.id, installations.plugin_id, installations.status, installations.generation, installations.used_bytes,
-	installations.ai_consent
-	FROM instances JOIN installations ON installations.id = instances.installation_id WHERE instances.id = ?`
 	itemSQL  = `SELECT value, size, revision, created_at, updated_at FROM storage_items WHERE instance_id = ? AND namespace = ? AND item_key = ?`
 	usageSQL = `SELECT COUNT(*), COALESCE(SUM(size), 0) FROM storage_items WHERE instance_id = ? AND namespace = ?`
 	listSQL  = `SELECT item_key, value, size, revision, created_at, updated_at FROM storage_items
@@ -80,7 +77,7 @@ func (s *Service) prepare(ctx context.Context) (*queries, error) {
 		dst  **sql.Stmt
 		text string
 	}{
-		{r, &q.scope, scopeSQL}, {w, &q.scopeLocked, scopeSQL + lock},
+		{r, &q.scope, access.ByID}, {w, &q.scopeLocked, access.ByID + lock},
 		{r, &q.item, itemSQL}, {w, &q.itemLocked, itemSQL}, {w, &q.usage, usageSQL},
 		{r, &q.list, listSQL},
 		{w, &q.insert, insertSQL}, {w, &q.update, updateSQL}, {w, &q.del, deleteSQL},
@@ -113,17 +110,6 @@ func on(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
 		return st
 	}
 	return tx.StmtContext(ctx, st)
-}
-
-// scanScope reads the scope row of an Instance.
-func scanScope(ctx context.Context, st *sql.Stmt, instanceID string) (*scope, error) {
-	sc := &scope{InstanceID: instanceID}
-	err := st.QueryRowContext(ctx, instanceID).Scan(&sc.UserID, &sc.Enabled, &sc.StorageRevision,
-		&sc.InstallationID, &sc.PluginID, &sc.Status, &sc.Generation, &sc.UsedBytes, &sc.AIConsent)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	return sc, err
 }
 
 // readItem reads one item, or NOT_FOUND.

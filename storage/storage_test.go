@@ -20,7 +20,7 @@ var ctx = context.Background()
 type world struct {
 	env        *fixture.Env
 	alice, bob *models.User
-	a          storage.Caller // alice
+	a          models.Caller // alice
 	notes      *models.Instance
 	notes2     *models.Instance // a second Instance of the same Installation
 	withDef    *models.Instance // declares other, default
@@ -33,7 +33,7 @@ type world struct {
 func newWorld(t *testing.T, b testenv.Backend) *world {
 	e := fixture.New(t, b)
 	w := &world{env: e, alice: e.User(t, "alice"), bob: e.User(t, "bob")}
-	w.a = storage.Caller{UserID: w.alice.ID}
+	w.a = models.Caller{UserID: w.alice.ID}
 	notesManifest := fixture.Manifest("com.test.notes", fixture.NS("notes", 1024), fixture.NS("tiny", 20), fixture.NS("big", 131072),
 		fixture.NS("list", 65536), fixture.NS("blobs", 262144))
 	w.instlNotes = e.Install(t, w.alice, notesManifest)
@@ -147,16 +147,16 @@ func TestStorageRules(t *testing.T) {
 		})
 		run("isolation: the same key in two Instances and two users", func(t *testing.T) {
 			for i, c := range []struct {
-				caller storage.Caller
+				caller models.Caller
 				inst   string
-			}{{w.a, w.notes.ID}, {w.a, w.notes2.ID}, {storage.Caller{UserID: w.bob.ID}, w.bobNotes.ID}} {
+			}{{w.a, w.notes.ID}, {w.a, w.notes2.ID}, {models.Caller{UserID: w.bob.ID}, w.bobNotes.ID}} {
 				_, err := s.Create(ctx, c.caller, c.inst, "notes", "shared", js(i))
 				wantCode(t, err, "")
 			}
 			for i, c := range []struct {
-				caller storage.Caller
+				caller models.Caller
 				inst   string
-			}{{w.a, w.notes.ID}, {w.a, w.notes2.ID}, {storage.Caller{UserID: w.bob.ID}, w.bobNotes.ID}} {
+			}{{w.a, w.notes.ID}, {w.a, w.notes2.ID}, {models.Caller{UserID: w.bob.ID}, w.bobNotes.ID}} {
 				res, err := s.Get(ctx, c.caller, c.inst, "notes", "shared")
 				wantCode(t, err, "")
 				if _, it := item(t, res); string(it.Value) != fmt.Sprint(i) {
@@ -464,7 +464,7 @@ func TestInstallationQuota(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		e := fixture.New(t, b)
 		alice := e.User(t, "alice")
-		c := storage.Caller{UserID: alice.ID}
+		c := models.Caller{UserID: alice.ID}
 		instl := e.Install(t, alice, fixture.Manifest("com.test.full", fixture.NS("a", 262144), fixture.NS("b", 262144)))
 		one, two := e.Instance(t, alice, instl), e.Instance(t, alice, instl)
 		// Fill instance one to exactly 512 KiB: 16 items of 32 KiB per namespace.
@@ -505,11 +505,9 @@ func TestResetAndChangeEvents(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		w := newWorld(t, b)
 		s := w.env.Store
-		sub := w.env.Bus.Subscribe(w.notes.ID)
-		defer sub.Close()
-		other := w.env.Bus.Subscribe(w.notes2.ID)
-		defer other.Close()
-		bobC := storage.Caller{UserID: w.bob.ID}
+		sub := w.env.Changes(t, w.alice, w.notes.ID)
+		other := w.env.Changes(t, w.alice, w.notes2.ID)
+		bobC := models.Caller{UserID: w.bob.ID}
 		mustOK := func(_ *models.ExtensionResult, err error) { t.Helper(); wantCode(t, err, "") }
 		mustOK(s.Create(ctx, w.a, w.notes.ID, "notes", "a", js(1)))
 		mustOK(s.Update(ctx, w.a, w.notes.ID, "notes", "a", js(2), 1))

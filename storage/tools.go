@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"strings"
 
@@ -41,7 +40,7 @@ func ScopeArgument(args models.JSON) (string, bool) {
 }
 
 // Invoke runs a standard storage tool by name with JSON object arguments.
-func (s *Service) Invoke(ctx context.Context, c Caller, instanceID, tool string, args models.JSON) (*models.ExtensionResult, error) {
+func (s *Service) Invoke(ctx context.Context, c models.Caller, instanceID, tool string, args models.JSON) (*models.ExtensionResult, error) {
 	allowed, ok := toolArgs[tool]
 	if !ok {
 		return nil, models.Errorf(models.ErrInvalid, "unknown storage tool %q; the standard tools are %s", tool, strings.Join(models.StorageTools, ", "))
@@ -177,12 +176,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// String returns a short description of a caller for logs.
-func (c Caller) String() string {
-	if c.AI {
-		return fmt.Sprintf("ai(user=%s)", c.UserID)
-	}
-	return fmt.Sprintf("user=%s", c.UserID)
 }

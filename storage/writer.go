@@ -27,7 +27,7 @@ const MaxBatch = 16
 
 type writeReq struct {
 	ctx        context.Context
-	c          Caller
+	c          models.Caller
 	instanceID string
 	all        bool // may fail after changing something: run under a savepoint
 	fn         writeFunc
@@ -60,7 +60,7 @@ func (s *Service) Close() {
 	}
 }
 
-func (s *Service) submit(ctx context.Context, c Caller, instanceID string, all bool, fn writeFunc) ([]models.StorageChange, error) {
+func (s *Service) submit(ctx context.Context, c models.Caller, instanceID string, all bool, fn writeFunc) ([]models.StorageChange, error) {
 	req := &writeReq{ctx: ctx, c: c, instanceID: instanceID, all: all, fn: fn, done: make(chan writeResult, 1)}
 	select {
 	case s.batch.queue <- req:

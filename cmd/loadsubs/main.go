@@ -1,8 +1,10 @@
 // Command loadsubs measures live delivery under load: it starts a pluginhost
-// server on a fresh SQLite database, opens N idle websocket subscribers spread
-// over K Instances, reports the server's memory per idle subscriber, then
-// sends a burst of writes and reports the delay from sending a write to each
-// subscriber receiving its change (p50, p90, p99, max).
+// server, with its default limits, on a fresh SQLite database, opens N idle
+// websocket subscribers spread over K Instances and over as many users as
+// the per-user socket bound needs (each user with a storage-only plugin and
+// Instances of its own), reports the server's memory per idle subscriber,
+// then sends a burst of writes and reports the delay from sending a write to
+// each subscriber receiving its change (p50, p90, p99, max).
 //
 // Run it from the repository root:
 //
@@ -41,10 +43,11 @@ func main() {
 	instances := flag.Int("instances", 100, "Instances the subscribers are spread over")
 	writes := flag.Int("writes", 1000, "writes in the burst, spread over the Instances")
 	writers := flag.Int("writers", 16, "concurrent writers of the burst")
+	perUser := flag.Int("per-user", 32, "subscribers (one websocket each) per user: at most the server's --max-websockets-per-user")
 	binary := flag.String("binary", "", "pluginhost binary (default: go build it)")
 	heapProfile = flag.String("heapprofile", "", "write the server's heap profile with the subscribers idle to this file")
 	flag.Parse()
-	if err := run(*subscribers, *instances, *writes, *writers, *binary); err != nil {
+	if err := run(*subscribers, *instances, *writes, *writers, *perUser, *binary); err != nil {
 		fmt.Fprintln(os.Stderr, "loadsubs:", err)
 		os.Exit(1)
 	}
@@ -52,7 +55,7 @@ func main() {
 
 var heapProfile *string
 
-func run(nSubs, nInst, nWrites, nWriters int, binary string) error {
+func run(nSubs, nInst, nWrites, nWriters, perUser int, binary string) error {
 	dir, err := os.MkdirTemp("", "loadsubs-")
 	if err != nil {
 		return err
@@ -75,25 +78,34 @@ func run(nSubs, nInst, nWrites, nWriters int, binary string) error {
 	if _, err := cli("keygen", "--out", filepath.Join(keys, "load")); err != nil {
 		return fmt.Errorf("keygen: %v", err)
 	}
-	for _, c := range []string{"summary", "archive"} { // the README's build step of the example's capabilities
-		build := exec.Command("go", "build", "-o", "examples/notes/capabilities/"+c+".wasm", "./examples/notes/src/"+c)
-		build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("build the example's capabilities (run from the repository root): %v\n%s", err, out)
+	// A storage-only plugin, installed by every user.
+	plugin := filepath.Join(dir, "plugin")
+	os.MkdirAll(plugin, 0o700)
+	manifest := `{"id":"com.example.load","name":"Load","version":"1.0.0","schema_version":2,"permissions":["storage"],` +
+		`"data_policy":"purge","storage":{"version":1,"namespaces":[{"id":"notes","max_bytes":65536}]}}`
+	if err := os.WriteFile(filepath.Join(plugin, "manifest.json"), []byte(manifest), 0o600); err != nil {
+		return err
+	}
+	pkgFile := filepath.Join(dir, "load.phpkg")
+	if _, err := cli("package", "--dir", plugin, "--key", filepath.Join(keys, "load.key"), "--out", pkgFile); err != nil {
+		return fmt.Errorf("package the load plugin: %v", err)
+	}
+	pkg, _ := os.ReadFile(pkgFile)
+	nUsers := (nSubs + perUser - 1) / perUser
+	nInst = max(nInst, nUsers) // every user has an Instance
+	tokens := make([]string, nUsers)
+	for u := range tokens {
+		if tokens[u], err = cli("token", "create", "--user", fmt.Sprint("load", u), "--db", db); err != nil {
+			return fmt.Errorf("token: %v", err)
 		}
 	}
-	pkgFile := filepath.Join(dir, "notes.phpkg")
-	if _, err := cli("package", "--dir", "examples/notes", "--key", filepath.Join(keys, "load.key"), "--out", pkgFile); err != nil {
-		return fmt.Errorf("package examples/notes (run from the repository root): %v", err)
-	}
-	token, err := cli("token", "create", "--user", "load", "--admin", "--db", db)
+	admin, err := cli("token", "create", "--user", "admin", "--admin", "--db", db)
 	if err != nil {
 		return fmt.Errorf("token: %v", err)
 	}
 
 	step("starting the server")
-	srv := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--db", db, "--data-dir", dir, "--trusted-keys", keys,
-		"--max-subscriptions-per-user", strconv.Itoa(nSubs+10), "--log-level", "info")
+	srv := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--db", db, "--data-dir", dir, "--trusted-keys", keys, "--log-level", "info")
 	stderr, _ := srv.StderrPipe()
 	if err := srv.Start(); err != nil {
 		return err
@@ -103,19 +115,27 @@ func run(nSubs, nInst, nWrites, nWriters int, binary string) error {
 	if err != nil {
 		return err
 	}
-	c := &client{base: base, token: token}
-	pkg, _ := os.ReadFile(pkgFile)
-	var inst struct{ InstallPlugin struct{ ID string } }
-	if err := c.gql(`mutation($p:String!){installPlugin(package:$p){id}}`, map[string]any{"p": base64.StdEncoding.EncodeToString(pkg)}, &inst); err != nil {
-		return err
-	}
+	c := &client{base: base, token: admin}
+	step(fmt.Sprintf("%d users, each installing the plugin; %d Instances", nUsers, nInst))
+	owner := make([]int, nInst) // Instance -> its user
 	ids := make([]string, nInst)
-	for i := range ids {
-		var out struct{ CreateInstance struct{ ID string } }
-		if err := c.gql(`mutation($i:ID!){createInstance(installationId:$i){id}}`, map[string]any{"i": inst.InstallPlugin.ID}, &out); err != nil {
+	installs := make([]string, nUsers)
+	for u := range tokens {
+		uc := &client{base: base, token: tokens[u]}
+		var in struct{ InstallPlugin struct{ ID string } }
+		if err := uc.gql(`mutation($p:String!){installPlugin(package:$p){id}}`, map[string]any{"p": base64.StdEncoding.EncodeToString(pkg)}, &in); err != nil {
 			return err
 		}
-		ids[i] = out.CreateInstance.ID
+		installs[u] = in.InstallPlugin.ID
+	}
+	for i := range ids {
+		u := i % nUsers
+		uc := &client{base: base, token: tokens[u]}
+		var out struct{ CreateInstance struct{ ID string } }
+		if err := uc.gql(`mutation($i:ID!){createInstance(installationId:$i){id}}`, map[string]any{"i": installs[u]}, &out); err != nil {
+			return err
+		}
+		ids[i], owner[i] = out.CreateInstance.ID, u
 	}
 
 	before, err := c.metrics()
@@ -141,7 +161,7 @@ func run(nSubs, nInst, nWrites, nWriters int, binary string) error {
 		go func(s *sub) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := s.connect(base, token, ids[s.inst]); err != nil {
+			if err := s.connect(base, tokens[owner[s.inst]], ids[s.inst]); err != nil {
 				failed.Store(err)
 			}
 		}(subs[i])
@@ -180,7 +200,8 @@ func run(nSubs, nInst, nWrites, nWriters int, binary string) error {
 				i := own[(n/min(nWriters, nInst))%len(own)]
 				count[i]++
 				sendTimes[i][count[i]].Store(time.Now().UnixNano())
-				if err := c.gql(`mutation($i:ID!,$k:String!){storageCreate(instanceId:$i,namespace:"notes",key:$k,value:{text:"x"}){summary}}`,
+				wc := &client{base: base, token: tokens[owner[i]]}
+				if err := wc.gql(`mutation($i:ID!,$k:String!){storageCreate(instanceId:$i,namespace:"notes",key:$k,value:{text:"x"}){summary}}`,
 					map[string]any{"i": ids[i], "k": fmt.Sprint("k", count[i])}, nil); err != nil {
 					failed.Store(err)
 					return
@@ -236,7 +257,7 @@ func run(nSubs, nInst, nWrites, nWriters int, binary string) error {
 		return lat[int(float64(len(lat)-1)*p)]
 	}
 	mem := func(m, b map[string]float64, k string) float64 { return (m[k] - b[k]) / float64(nSubs) / 1024 }
-	fmt.Printf("\nsubscribers            %d over %d Instances\n", nSubs, nInst)
+	fmt.Printf("\nsubscribers            %d over %d Instances of %d users\n", nSubs, nInst, nUsers)
 	live := func(m map[string]float64) float64 {
 		return m["go_memstats_heap_inuse_bytes"] + m["go_memstats_stack_inuse_bytes"]
 	}

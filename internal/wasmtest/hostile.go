@@ -207,3 +207,41 @@ func SegmentOutOfBounds() []byte {
 // Invalid is well formed but does not validate: its _start leaves a value
 // on the stack.
 func Invalid() []byte { return command([]byte{opI32Const, 0, opEnd}, nil, nil, nil) }
+
+// HoldMemory grows its memory to pages pages, writing to each, then loops
+// until the host stops it: it holds that memory for its whole run.
+func HoldMemory(pages int) []byte {
+	body := []byte{
+		// while memory.size < pages { memory.grow 1; write to the new page }
+		opBlock, blockEmpty,
+		opLoop, blockEmpty,
+		0x3f, 0, // memory.size
+	}
+	body = append(body, opI32Const)
+	body = sleb(body, int64(pages))
+	body = append(body,
+		0x4f, // i32.ge_u
+		opBrIf, 1,
+		opI32Const, 1, opMemoryGrow, 0,
+		opI32Const, 16, 0x74, // i32.shl: the new page's first byte
+		opI32Const, 1, opI32Store, 2, 0,
+		opBr, 0,
+		opEnd,
+		opEnd,
+		// then forever
+		opLoop, blockEmpty, opBr, 0, opEnd,
+		opEnd,
+	)
+	return command(body, nil, []wasmbin.Resizable{{Min: 1}}, nil)
+}
+
+func sleb(b []byte, v int64) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if v == 0 && c&0x40 == 0 || v == -1 && c&0x40 != 0 {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}

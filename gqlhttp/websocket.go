@@ -1,4 +1,4 @@
-package httpapi
+package gqlhttp
 
 import (
 	"bytes"
@@ -42,13 +42,13 @@ const (
 // authenticates in connection_init, pings every connection from one shared
 // goroutine to find dead peers, and closes every connection on Shutdown.
 type Sockets struct {
-	Auth *auth.Service
-	Log  *slog.Logger
-	// InitTimeout is how long a client has to send connection_init.
-	InitTimeout time.Duration
-	// Limiter bounds the websockets open at once, per user and over the
-	// server (MaxWebsocketsPerUser, MaxWebsockets); nil takes the defaults.
-	Limiter *Limiter
+	auth *auth.Service
+	log  *slog.Logger
+	// initTimeout is how long a client has to send connection_init.
+	initTimeout time.Duration
+	// limiter bounds the websockets open at once, per user and over the
+	// server (MaxWebsocketsPerUser, MaxWebsockets).
+	limiter *Limiter
 
 	upgrader websocket.Upgrader
 	mu       sync.Mutex
@@ -60,10 +60,10 @@ type Sockets struct {
 	done     chan struct{}
 }
 
-// NewSockets starts the shared pinger; Shutdown stops it.
-func NewSockets(a *auth.Service, log *slog.Logger) *Sockets {
+// newSockets starts the shared pinger; Shutdown stops it.
+func newSockets(a *auth.Service, lim *Limiter, initTimeout time.Duration, log *slog.Logger) *Sockets {
 	s := &Sockets{
-		Auth: a, Log: log, InitTimeout: DefaultInitTimeout, conns: map[*wsConn]struct{}{}, users: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{}),
+		auth: a, log: log, initTimeout: initTimeout, limiter: lim, conns: map[*wsConn]struct{}{}, users: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{}),
 		upgrader: websocket.Upgrader{
 			HandshakeTimeout: 10 * time.Second,
 			ReadBufferSize:   256, // client messages are small; larger ones are read in parts
@@ -78,18 +78,18 @@ func NewSockets(a *auth.Service, log *slog.Logger) *Sockets {
 	return s
 }
 
-// Transport returns gqlgen's websocket transport on these sockets.
-func (s *Sockets) Transport() transport.Websocket {
+// transport returns gqlgen's websocket transport on these sockets.
+func (s *Sockets) transport() transport.Websocket {
 	return transport.Websocket{
 		Implementation: s,
 		InitFunc:       s.init,
-		InitTimeout:    s.InitTimeout,
+		InitTimeout:    s.initTimeout,
 		ErrorFunc: func(ctx context.Context, err error) {
 			var we transport.WebsocketError
 			if errors.As(err, &we) && we.IsReadError {
 				return // the peer went away
 			}
-			s.Log.Debug("websocket error", "err", err)
+			s.log.Debug("websocket error", "err", err)
 		},
 	}
 }
@@ -116,7 +116,7 @@ func (s *Sockets) init(ctx context.Context, payload transport.InitPayload) (cont
 	if !ok {
 		return forbidden, nil, errors.New(`connection_init needs {"Authorization": "Bearer <token>"}`)
 	}
-	user, ends, err := s.Auth.Session(ctx, token)
+	user, ends, err := s.auth.Session(ctx, token)
 	if err != nil {
 		return forbidden, nil, errors.New("the bearer token is not valid")
 	}
@@ -137,12 +137,7 @@ func (s *Sockets) tooManySockets(ctx context.Context) (context.Context, *transpo
 		nil, fmt.Errorf("this user already holds %d websockets, the most allowed", s.limits().MaxWebsocketsPerUser)
 }
 
-func (s *Sockets) limits() *Limits {
-	if s.Limiter == nil {
-		s.Limiter = NewLimiter(Limits{})
-	}
-	return &s.Limiter.Limits
-}
+func (s *Sockets) limits() *Limits { return &s.limiter.Limits }
 
 // countUser counts c as one of the user's websockets, unless the user holds
 // MaxWebsocketsPerUser already.
@@ -163,21 +158,12 @@ var subprotocols = []string{"graphql-transport-ws", "graphql-ws"}
 
 type upgradedKey struct{}
 
-// Serve upgrades a websocket request and hands the connection to gqlgen on a
-// goroutine of its own, so that net/http's goroutine, buffers and request
-// (about 10 KiB) are released instead of living as long as the socket.
-func (s *Sockets) Serve(w http.ResponseWriter, r *http.Request, gql http.Handler) {
-	s.serve(w, r, gql, nil, "")
-}
-
-// ServeAs is Serve for a handshake that was already authenticated as user
-// (the web host's pages, whose browser sends the page's credentials with the
-// handshake): connection_init then needs no token.
-// token is the page's credential, so that revoking it closes the socket.
-func (s *Sockets) ServeAs(w http.ResponseWriter, r *http.Request, gql http.Handler, user *models.User, token string) {
-	s.serve(w, r, gql, user, token)
-}
-
+// serve upgrades a websocket request and hands the connection to gqlgen
+// (gql) on a goroutine of its own, so that net/http's goroutine, buffers and
+// request (about 10 KiB) are released instead of living as long as the
+// socket. A handshake already authenticated as user, with token (the web
+// host's pages), needs no token in connection_init, and the token's end
+// closes the socket.
 func (s *Sockets) serve(w http.ResponseWriter, r *http.Request, gql http.Handler, user *models.User, token string) {
 	u := s.upgrader
 	u.Subprotocols = subprotocols
@@ -195,7 +181,7 @@ func (s *Sockets) serve(w http.ResponseWriter, r *http.Request, gql http.Handler
 	}
 	if token != "" {
 		c.token.Store(auth.HashToken(token))
-		if _, ends, err := s.Auth.Session(r.Context(), token); err == nil {
+		if _, ends, err := s.auth.Session(r.Context(), token); err == nil {
 			c.endAt(ends)
 		}
 	}

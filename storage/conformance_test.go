@@ -1,10 +1,11 @@
-package preview
+package storage_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"reflect"
 	"testing"
 
@@ -12,7 +13,6 @@ import (
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/models"
-	"pluginhost/storage"
 )
 
 type storageCorpusFile struct {
@@ -43,19 +43,30 @@ type storageCorpusFile struct {
 	} `json:"scenarios"`
 }
 
+// storageCorpus holds the storage rules the preview's in-page store and
+// this service both follow.
+const storageCorpus = "../preview/testdata/storage-conformance.json"
+
 // TestStorageCorpusGo runs the storage corpus against the real storage
 // service on SQLite, so that the in-page store of the preview, which passes
-// the same corpus under node (TestJSConformance), follows the host's rules.
+// the same corpus under node (preview's TestJSConformance), follows the
+// host's rules.
 func TestStorageCorpusGo(t *testing.T) {
 	var c storageCorpusFile
-	readJSON(t, storageCorpus, &c)
+	raw, err := os.ReadFile(storageCorpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatalf("%s: %v", storageCorpus, err)
+	}
 	if len(c.Scenarios) == 0 {
 		t.Fatal("storage corpus is empty")
 	}
 	ctx := context.Background()
 	env := fixture.New(t, testenv.Backend{Name: database.SQLite, DSN: "sqlite:" + t.TempDir() + "/corpus.db"})
 	user := env.User(t, "author")
-	caller := storage.Caller{UserID: user.ID}
+	caller := models.Caller{UserID: user.ID}
 	for i, sc := range c.Scenarios {
 		t.Run(sc.Name, func(t *testing.T) {
 			manifest := fixture.Manifest(fmt.Sprintf("com.test.corpus%d", i), sc.Namespaces...)
@@ -98,7 +109,7 @@ func TestStorageCorpusGo(t *testing.T) {
 					if it == nil || it.Key != w.Item.Key || it.Revision != w.Item.Revision {
 						t.Fatalf("step %d: item %+v, want key %q revision %d", n, it, w.Item.Key, w.Item.Revision)
 					}
-					if w.Item.Value != nil && !sameJSON(t, it.Value, w.Item.Value) {
+					if w.Item.Value != nil && !sameCorpusJSON(t, it.Value, w.Item.Value) {
 						t.Fatalf("step %d: value %s, want %s", n, it.Value, w.Item.Value)
 					}
 				}
@@ -116,7 +127,7 @@ func TestStorageCorpusGo(t *testing.T) {
 	}
 }
 
-func sameJSON(t *testing.T, a, b []byte) bool {
+func sameCorpusJSON(t *testing.T, a, b []byte) bool {
 	t.Helper()
 	var x, y any
 	if err := json.Unmarshal(a, &x); err != nil {

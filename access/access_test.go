@@ -1,0 +1,122 @@
+package access_test
+
+import (
+	"context"
+	"testing"
+
+	"pluginhost/access"
+	"pluginhost/internal/fixture"
+	"pluginhost/internal/testenv"
+	"pluginhost/models"
+)
+
+// The rule, case by case, with its code: the Instance is the caller's,
+// of an installed plugin, enabled for Use, at the caller's generation.
+func TestDecide(t *testing.T) {
+	row := func(edit func(*access.Row)) *access.Row {
+		r := &access.Row{}
+		r.Instance.ID, r.Instance.UserID, r.Instance.Enabled = "ins_1", "usr_a", true
+		r.Installation.Status, r.Installation.Generation = models.InstallationInstalled, 3
+		if edit != nil {
+			edit(r)
+		}
+		return r
+	}
+	alice := models.Caller{UserID: "usr_a"}
+	for _, tt := range []struct {
+		name   string
+		caller models.Caller
+		row    *access.Row
+		need   access.Need
+		want   models.Code
+	}{
+		{"the caller's, enabled", alice, row(nil), access.Use, ""},
+		{"unknown", alice, nil, access.Use, models.ErrPermissionDenied},
+		{"another user's", models.Caller{UserID: "usr_b"}, row(nil), access.Use, models.ErrPermissionDenied},
+		{"no user", models.Caller{}, row(nil), access.Use, models.ErrPermissionDenied},
+		{"of an uninstalled plugin", alice, row(func(r *access.Row) { r.Installation.Status = models.InstallationUninstalled }), access.Manage, models.ErrPermissionDenied},
+		{"disabled, to use", alice, row(func(r *access.Row) { r.Instance.Enabled = false }), access.Use, models.ErrPermissionDenied},
+		{"disabled, to manage", alice, row(func(r *access.Row) { r.Instance.Enabled = false }), access.Manage, ""},
+		{"at the caller's generation", models.Caller{UserID: "usr_a", Generation: 3}, row(nil), access.Use, ""},
+		{"at another generation", models.Caller{UserID: "usr_a", Generation: 2}, row(nil), access.Use, models.ErrConflict},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := models.ErrorCode(access.Decide(tt.caller, "ins_1", tt.row, tt.need)); got != tt.want && !(tt.want == "" && got == "") {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// The gate keeps manifests within its bound, least recently used dropped
+// first; a newer generation of an Installation drops the older at once, and
+// so does Forget.
+func TestManifestCache(t *testing.T) {
+	env := fixture.New(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
+	ctx := context.Background()
+	alice := env.User(t, "alice")
+	gate := &access.Gate{DB: env.DB, MaxManifests: 2}
+	var installs []*models.Installation
+	for _, id := range []string{"com.test.a", "com.test.b", "com.test.c"} {
+		installs = append(installs, env.Install(t, alice, fixture.Manifest(id, fixture.NS("n", 100))))
+	}
+	for _, in := range installs {
+		if _, err := gate.Manifest(ctx, nil, in.ID, in.Generation); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := gate.Kept(); n != 2 {
+		t.Fatalf("%d manifests kept, want the bound, 2", n)
+	}
+	// A generation that is not current is a conflict, not a stale manifest.
+	if _, err := gate.Manifest(ctx, nil, installs[0].ID, installs[0].Generation+1); models.ErrorCode(err) != models.ErrConflict {
+		t.Fatalf("a generation not yet installed: %v", err)
+	}
+	up := fixture.Manifest("com.test.c", fixture.NS("n", 100))
+	up["version"] = "1.1.0"
+	updated, err := env.Life.Update(ctx, alice, installs[2].ID, env.Package(t, up, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gate.Manifest(ctx, nil, updated.ID, updated.Generation); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gate.Manifest(ctx, nil, installs[1].ID, installs[1].Generation); err != nil {
+		t.Fatal(err)
+	}
+	if n := gate.Kept(); n != 2 {
+		t.Fatalf("%d manifests kept after an update, want 2 (the old generation dropped)", n)
+	}
+	gate.Forget(updated.ID)
+	if n := gate.Kept(); n != 1 {
+		t.Fatalf("%d manifests kept after Forget, want 1", n)
+	}
+}
+
+// Open and List give the same Instances with their manifests; List leaves
+// out the disabled.
+func TestOpenAndList(t *testing.T) {
+	env := fixture.New(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
+	ctx := context.Background()
+	alice, bob := env.User(t, "alice"), env.User(t, "bob")
+	in := env.Install(t, alice, fixture.Manifest("com.test.a", fixture.NS("n", 100)))
+	on, off := env.Instance(t, alice, in), env.Instance(t, alice, in)
+	if _, err := env.Life.SetInstanceEnabled(ctx, alice, off.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	gate := env.Server.Gate
+	got, err := gate.Open(ctx, models.Caller{UserID: alice.ID}, on.ID, access.Use)
+	if err != nil || got.Manifest == nil || got.Manifest.ID != "com.test.a" || got.Installation.ID != in.ID || got.Instance.ID != on.ID {
+		t.Fatalf("Open: %+v %v", got, err)
+	}
+	if _, err := gate.Open(ctx, models.Caller{UserID: bob.ID}, on.ID, access.Use); models.ErrorCode(err) != models.ErrPermissionDenied {
+		t.Fatalf("bob opened alice's Instance: %v", err)
+	}
+	list, err := gate.List(ctx, alice.ID)
+	if err != nil || len(list) != 1 || list[0].Instance.ID != on.ID {
+		t.Fatalf("List: %v %v", list, err)
+	}
+	if list, _ := gate.List(ctx, bob.ID); len(list) != 0 {
+		t.Fatalf("bob's List: %v", list)
+	}
+}

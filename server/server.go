@@ -1,0 +1,240 @@
+// Package server wires the host, once: the database and its migrations, the
+// services, the capability engine and the schedule, the GraphQL API and the
+// HTTP surface. New builds it, each part given what it needs at
+// construction, and Close takes it down in the reverse order. The command
+// (`pluginhost serve`) and the in-process tests build it the same way.
+package server
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"pluginhost/access"
+	"pluginhost/aitools"
+	"pluginhost/auth"
+	"pluginhost/bundle"
+	"pluginhost/capability"
+	"pluginhost/changes"
+	"pluginhost/database"
+	"pluginhost/extensions"
+	"pluginhost/gqlhttp"
+	"pluginhost/httpapi"
+	"pluginhost/imageproxy"
+	"pluginhost/lifecycle"
+	"pluginhost/live"
+	"pluginhost/metrics"
+	"pluginhost/migrations"
+	"pluginhost/models"
+	"pluginhost/relay"
+	"pluginhost/resolvers"
+	"pluginhost/sandbox"
+	"pluginhost/schedule"
+	"pluginhost/secret"
+	"pluginhost/storage"
+	"pluginhost/webhost"
+)
+
+// Config is what the server is built from; `pluginhost serve` reads it from
+// its flags. Zero fields take their defaults.
+type Config struct {
+	// DSN is the database: sqlite:PATH or mysql://USER:PASS@tcp(HOST:PORT)/DB.
+	DSN string
+	// DataDir holds the generated secret key and, by default, the
+	// compilation cache.
+	DataDir string
+	// TrustedKeysDir is a folder of trusted *.pub publisher keys; Trusted
+	// adds keys by id (tests).
+	TrustedKeysDir string
+	Trusted        map[string]ed25519.PublicKey
+	// Redis, when set, carries change events between replicas.
+	Redis string
+	// Playground serves GraphiQL at /playground for admins.
+	Playground bool
+	// MaxSubscriptionsPerConnection and MaxSubscriptionsPerUser bound open
+	// subscriptions (live defaults when zero).
+	MaxSubscriptionsPerConnection, MaxSubscriptionsPerUser int
+	// WebsocketInitTimeout is how long a websocket client has to send
+	// connection_init.
+	WebsocketInitTimeout time.Duration
+	// Limits bound GraphQL requests and websockets.
+	Limits gqlhttp.Limits
+	// RunLimits bound capability runs and compilations; CompileCache holds
+	// compiled modules (DataDir/wazero-cache when empty).
+	RunLimits    sandbox.Limits
+	CompileCache string
+	// Background runs scheduled background capabilities on this replica.
+	Background bool
+	// Revision names the build, for /metrics.
+	Revision string
+}
+
+// Server is the wired host. Its parts are exported for tests and for the
+// command's shutdown; they are built by New and must not be replaced.
+type Server struct {
+	DB        *database.DB
+	Bus       *changes.Bus
+	Gate      *access.Gate
+	Auth      *auth.Service
+	Storage   *storage.Service
+	Lifecycle *lifecycle.Service
+	AI        *aitools.Service
+	UI        *extensions.Service
+	Engine    *sandbox.Engine
+	Runs      *capability.Service
+	Schedule  *schedule.Scheduler
+	Hub       *live.Hub
+	GraphQL   *gqlhttp.Server
+	Relay     *relay.Relay // nil without Redis
+	Drain     *httpapi.Drain
+	// Handler serves every route, with the access log.
+	Handler http.Handler
+	Log     *slog.Logger
+
+	closers   []func()
+	closeOnce sync.Once
+}
+
+// New builds the server: it opens the database and applies the migrations,
+// then wires every part. On an error, what was built is closed.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err error) {
+	s := &Server{Log: log}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	trusted := maps.Clone(cfg.Trusted)
+	if cfg.TrustedKeysDir != "" {
+		dir, err := bundle.LoadTrustedDir(cfg.TrustedKeysDir)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("trusted publisher keys loaded", "dir", cfg.TrustedKeysDir, "keys", len(dir))
+		if trusted == nil {
+			trusted = map[string]ed25519.PublicKey{}
+		}
+		maps.Copy(trusted, dir)
+	}
+
+	// The database, migrated.
+	if s.DB, err = database.Open(cfg.DSN); err != nil {
+		return nil, err
+	}
+	s.onClose(func() { s.DB.Close() })
+	if err := migrations.Apply(ctx, s.DB, log); err != nil {
+		return nil, err
+	}
+	key, err := secret.Load("PLUGINHOST_SECRET_KEY", cfg.DataDir, "secret.key")
+	if err != nil {
+		return nil, fmt.Errorf("server secret: %w", err)
+	}
+	aiHandles, err := aitools.NewHandles(key)
+	if err != nil {
+		return nil, err
+	}
+	responseHandles, err := aitools.NewHandles(extensions.HandleKey(key))
+	if err != nil {
+		return nil, err
+	}
+
+	// Storage, and the change events between replicas.
+	s.Bus = changes.NewBus()
+	s.Gate = &access.Gate{DB: s.DB}
+	s.Auth = &auth.Service{DB: s.DB}
+	s.Storage = &storage.Service{DB: s.DB, Bus: s.Bus, Gate: s.Gate, Log: log}
+	if s.DB.Dialect == database.SQLite {
+		s.Storage.StartBatching()
+	}
+	s.onClose(s.Storage.Close)
+	if cfg.Redis != "" {
+		if s.Relay, err = relay.Start(cfg.Redis, s.Bus, s.Storage, log); err != nil {
+			return nil, err
+		}
+		s.onClose(func() { s.Relay.Close() })
+		log.Info("change events cross replicas through Redis", "redis", relay.Redact(cfg.Redis))
+	}
+
+	// Plugin capabilities: compiled once into the cache, run in the
+	// sandbox, on demand and on their schedules.
+	cache := cfg.CompileCache
+	if cache == "" {
+		cache = filepath.Join(cfg.DataDir, "wazero-cache")
+	}
+	if s.Engine, err = sandbox.New(ctx, cache, cfg.RunLimits); err != nil {
+		return nil, err
+	}
+	s.onClose(func() { s.Engine.Close(context.Background()) })
+	s.Runs = &capability.Service{DB: s.DB, Storage: s.Storage, Engine: s.Engine, Gate: s.Gate, Log: log}
+	s.Schedule = &schedule.Scheduler{DB: s.DB, Runner: s.Runs, Gate: s.Gate, Log: log}
+	s.onClose(s.Schedule.Close)
+
+	// The services of the API.
+	s.Lifecycle = &lifecycle.Service{DB: s.DB, Bus: s.Bus, Storage: s.Storage, Gate: s.Gate, Modules: s.Runs, TrustedKeys: trusted, Log: log}
+	s.AI = &aitools.Service{Storage: s.Storage, Gate: s.Gate, Handles: aiHandles, Capabilities: s.Runs}
+	s.UI = &extensions.Service{DB: s.DB, Handles: responseHandles}
+	s.Hub = &live.Hub{Bus: s.Bus, Storage: s.Storage, MaxPerConnection: cfg.MaxSubscriptionsPerConnection,
+		MaxPerUser: cfg.MaxSubscriptionsPerUser, Log: log}
+	s.GraphQL = gqlhttp.New(&resolvers.Resolver{Auth: s.Auth, Lifecycle: s.Lifecycle, Storage: s.Storage, AI: s.AI, UI: s.UI,
+		Live: s.Hub, Capabilities: s.Runs, Schedule: s.Schedule, Log: log},
+		s.Auth, cfg.Limits, gqlhttp.Options{InitTimeout: cfg.WebsocketInitTimeout}, log)
+	// Taken down first: websockets close (going away), then subscriptions end.
+	s.onClose(s.Hub.Close)
+	s.onClose(s.GraphQL.Sockets.Shutdown)
+
+	// The HTTP surface, with the web host's routes.
+	m := httpapi.NewMetrics()
+	writePool, _ := s.DB.Write.DB()
+	readPool, _ := s.DB.Read.DB()
+	err = metrics.Register(m.Registry, metrics.Sources{
+		WebsocketConnections: s.GraphQL.Sockets.Connections, Subscriptions: s.Hub.Open,
+		RunMemory: s.Engine.MemoryInUse, CompiledModules: func() int { return s.Engine.Stats().Compiled },
+		DBPools: map[string]*sql.DB{"write": writePool, "read": readPool},
+		Version: models.HostVersion, Revision: cfg.Revision,
+	})
+	if err != nil {
+		return nil, err
+	}
+	api := &httpapi.Server{
+		Auth: s.Auth, Storage: s.Storage, DB: s.DB, GraphQL: s.GraphQL, Playground: cfg.Playground, Gate: s.Gate,
+		ImageProxy: &imageproxy.Proxy{Logger: log}, Metrics: m, Log: log,
+	}
+	app := &webhost.Server{
+		User: api.PageUser("pluginhost app"), WithUser: auth.WithUser, GraphQL: s.GraphQL,
+		Socket: s.GraphQL.ServeSocketAs, Execute: s.GraphQL.Execute, Images: api.Images(), Error: api.WriteError,
+	}
+	s.Drain = &httpapi.Drain{}
+	s.Handler = httpapi.AccessLog(log, s.Drain.Handler(api.Handler(app.Mount)))
+
+	// What runs in the background: the schedule, and the watch of revoked
+	// tokens, which closes their websockets wherever they are.
+	if cfg.Background {
+		s.Schedule.Start(ctx)
+	}
+	watch, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	go s.Auth.WatchRevocations(watch, log, s.GraphQL.Sockets.CloseToken)
+	s.onClose(stopWatch)
+	return s, nil
+}
+
+// onClose adds a step to Close; steps run in the reverse order of their
+// adding.
+func (s *Server) onClose(f func()) { s.closers = append(s.closers, f) }
+
+// Close takes the server down: the background work stops, websockets close
+// (going away) and subscriptions end, the engine and the write path stop,
+// and the database closes. It is safe to call more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		for i := len(s.closers) - 1; i >= 0; i-- {
+			s.closers[i]()
+		}
+	})
+}

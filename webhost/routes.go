@@ -1,0 +1,177 @@
+package webhost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"pluginhost/models"
+)
+
+// Server is what the web host's routes need of the host, given as
+// functions so that this package links no database, engine or executor:
+// the server package builds it.
+type Server struct {
+	// User authenticates a page request, or answers it (401 with a
+	// challenge) and reports false; it returns the user and the credential
+	// the request carried.
+	User func(w http.ResponseWriter, r *http.Request) (*models.User, string, bool)
+	// WithUser returns a context that carries the user, for GraphQL and the
+	// image proxy.
+	WithUser func(ctx context.Context, user *models.User) context.Context
+	// GraphQL serves a GraphQL request over HTTP for the user of its
+	// context, admitted as every one is.
+	GraphQL http.Handler
+	// Socket serves a GraphQL websocket authenticated by its handshake as
+	// user, with the page's credential.
+	Socket func(w http.ResponseWriter, r *http.Request, user *models.User, credential string)
+	// Execute runs an operation for a user, admitted as every one is, and
+	// returns its answer as JSON.
+	Execute func(ctx context.Context, user *models.User, query string, variables map[string]any) []byte
+	// Images serves the image proxy for the user of its context; nil when
+	// the host has none.
+	Images http.Handler
+	// Error writes a refusal as the host's REST errors are written.
+	Error func(w http.ResponseWriter, r *http.Request, err error)
+}
+
+// Mount adds the web host's routes: its pages, and the GraphQL and image
+// proxy endpoints the pages call with the page's own credentials.
+func (s *Server) Mount(mux *http.ServeMux) {
+	mux.HandleFunc("GET /app", s.list)
+	mux.HandleFunc("GET /app/{$}", s.list)
+	mux.HandleFunc("GET /app/{instance_id}/{extension}", s.screen)
+	for _, method := range []string{"GET ", "POST "} {
+		mux.HandleFunc(method+ListGraphQLPattern, s.graphql)
+		mux.HandleFunc(method+GraphQLPattern, s.graphql)
+	}
+	if s.Images != nil {
+		mux.Handle("POST "+ImageProxyPattern, s.call(s.Images))
+	}
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	user, _, ok := s.User(w, r)
+	if !ok {
+		return
+	}
+	ServeList(w, r, Viewer{Name: user.Name, Admin: user.Admin})
+}
+
+func (s *Server) screen(w http.ResponseWriter, r *http.Request) {
+	user, credential, ok := s.User(w, r)
+	if !ok {
+		return
+	}
+	id, ext := r.PathValue("instance_id"), r.PathValue("extension")
+	ServeScreen(w, r, Viewer{Name: user.Name, Admin: user.Admin}, id, ext, s.preload(r.Context(), user, credential, id, ext))
+}
+
+// preload runs the page's first query (StartQuery) for the user, so that
+// the page carries its answer and starts without a request; nil when its
+// answer is not JSON (the page then asks itself). The credential is
+// redacted from it, as from every answer to the page.
+func (s *Server) preload(ctx context.Context, user *models.User, credential, instanceID, extension string) *Preload {
+	out := s.Execute(ctx, user, StartQuery, map[string]any{"i": instanceID, "e": extension})
+	if !json.Valid(out) {
+		return nil
+	}
+	return &Preload{Status: http.StatusOK, Body: redact(out, credential)}
+}
+
+// sameOrigin reports whether a request made with the browser's ambient
+// credentials comes from this server's own pages: the pages send
+// X-Pluginhost-App (a header a foreign page cannot add without a CORS
+// preflight, which is never allowed), and a browser's Sec-Fetch-Site or
+// Origin, when present, must name this origin. A websocket handshake cannot
+// carry the header, so its Origin must be this host.
+func sameOrigin(r *http.Request, socket bool) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return false
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return false
+		}
+	} else if socket {
+		return false
+	}
+	return socket || r.Header.Get("X-Pluginhost-App") == "1"
+}
+
+// call authenticates a page's call and lets only same-origin calls through.
+func (s *Server) call(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, _, ok := s.User(w, r)
+		if !ok {
+			return
+		}
+		if !sameOrigin(r, false) {
+			s.Error(w, r, models.Errorf(models.ErrForbidden, "the web host's endpoints answer only its own pages"))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(s.WithUser(r.Context(), user)))
+	})
+}
+
+// graphql is GraphQL for the web host's pages: HTTP POST, and a websocket
+// whose handshake the page's credentials authenticate (connection_init then
+// needs no token). Every occurrence of the caller's credential in an HTTP
+// answer is replaced, so that no stored value can bring it into the page.
+func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
+	user, credential, ok := s.User(w, r)
+	if !ok {
+		return
+	}
+	if r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		if !sameOrigin(r, true) {
+			s.Error(w, r, models.Errorf(models.ErrForbidden, "the web host's socket answers only its own pages"))
+			return
+		}
+		s.Socket(w, r, user, credential)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		s.Error(w, r, models.Errorf(models.ErrBadUserInput, "the web host's GraphQL takes POST"))
+		return
+	}
+	if !sameOrigin(r, false) {
+		s.Error(w, r, models.Errorf(models.ErrForbidden, "the web host's endpoints answer only its own pages"))
+		return
+	}
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	s.GraphQL.ServeHTTP(rec, r.WithContext(s.WithUser(r.Context(), user)))
+	body := redact(rec.body.Bytes(), credential)
+	for k, v := range rec.header {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(rec.status)
+	w.Write(body)
+}
+
+// redact replaces every occurrence of the credential in an answer.
+func redact(body []byte, credential string) []byte {
+	if credential == "" {
+		return body
+	}
+	return bytes.ReplaceAll(body, []byte(credential), []byte("[redacted]"))
+}
+
+// recorder keeps a GraphQL answer so that it can be rewritten.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *recorder) Header() http.Header         { return w.header }
+func (w *recorder) Write(b []byte) (int, error) { return w.body.Write(b) }
+func (w *recorder) WriteHeader(status int)      { w.status = status }
