@@ -44,6 +44,7 @@ func main() {
 	writes := flag.Int("writes", 1000, "writes in the burst, spread over the Instances")
 	writers := flag.Int("writers", 16, "concurrent writers of the burst")
 	perUser := flag.Int("per-user", 32, "subscribers (one websocket each) per user: at most the server's --max-websockets-per-user")
+	flag.StringVar(&serverFlags, "server-flags", "", "more flags of pluginhost serve, separated by spaces (for example --max-websockets-per-user 20000)")
 	binary := flag.String("binary", "", "pluginhost binary (default: go build it)")
 	heapProfile = flag.String("heapprofile", "", "write the server's heap profile with the subscribers idle to this file")
 	flag.Parse()
@@ -54,6 +55,8 @@ func main() {
 }
 
 var heapProfile *string
+
+var serverFlags string
 
 func run(nSubs, nInst, nWrites, nWriters, perUser int, binary string) error {
 	dir, err := os.MkdirTemp("", "loadsubs-")
@@ -105,7 +108,8 @@ func run(nSubs, nInst, nWrites, nWriters, perUser int, binary string) error {
 	}
 
 	step("starting the server")
-	srv := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--db", db, "--data-dir", dir, "--trusted-keys", keys, "--log-level", "info")
+	srv := exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--data-dir", dir, "--trusted-keys", keys, "--log-level", "info"},
+		strings.Fields(serverFlags)...)...)
 	stderr, _ := srv.StderrPipe()
 	if err := srv.Start(); err != nil {
 		return err
