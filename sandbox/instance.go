@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
 
 	"pluginhost/models"
 	"pluginhost/wasmbin"
@@ -66,7 +68,14 @@ func fixedBytes(f wasmbin.Facts) int64 {
 // charged to the budget, and nothing of the host but WASI preview 1 on the
 // given streams: no arguments, no environment, no file system; only the
 // clock and random bytes. Nothing runs yet.
-func (e *Engine) newInstance(ctx context.Context, m *Module) (_ *instance, err error) {
+func (e *Engine) newInstance(ctx context.Context, m *Module) (*instance, error) {
+	return e.instantiate(ctx, m, false)
+}
+
+// instantiate is newInstance; a deterministic instance reads a fixed clock
+// and zeros for random bytes, so that what it computes depends on its code
+// alone (Preinitialize).
+func (e *Engine) instantiate(ctx context.Context, m *Module, deterministic bool) (_ *instance, err error) {
 	in := &instance{m: m, io: &stdio{}, fixed: fixedBytes(m.facts), budget: &e.budget}
 	if m.facts.MemoryBytes+in.fixed > e.limits.TotalMemoryBytes || !e.budget.take(in.fixed) {
 		return nil, starved(e.limits)
@@ -78,11 +87,17 @@ func (e *Engine) newInstance(ctx context.Context, m *Module) (_ *instance, err e
 		WithStdin(stdinOf{in.io}).
 		WithStdout(stdoutOf{in.io}).
 		WithStderr(stderrOf{in.io}).
-		WithSysWalltime().
-		WithSysNanotime().
 		WithNanosleep(func(ns int64) { sleep(in.io.ctx, ns) }).
-		WithRandSource(randReader{}).
 		WithStartFunctions() // the run calls its entry itself
+	if deterministic {
+		var tick atomic.Int64
+		cfg = cfg.
+			WithWalltime(func() (int64, int32) { return preinitEpoch, 0 }, sys.ClockResolution(time.Microsecond)).
+			WithNanotime(func() int64 { return tick.Add(int64(time.Microsecond)) }, sys.ClockResolution(time.Microsecond)).
+			WithRandSource(zeros{})
+	} else {
+		cfg = cfg.WithSysWalltime().WithSysNanotime().WithRandSource(randReader{})
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = crashed("instantiating the module", p)
@@ -120,6 +135,18 @@ func (e *Engine) newInstance(ctx context.Context, m *Module) (_ *instance, err e
 		return nil, fmt.Errorf("the module lacks %s or the host's instrumentation", name)
 	}
 	return in, nil
+}
+
+// preinitEpoch is the wall clock a deterministic instance reads: the time,
+// in Unix seconds, of 2026-01-01 00:00:00 UTC.
+const preinitEpoch = 1767225600
+
+// zeros is the random source of a deterministic instance.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
 
 // charge returns what the instance holds of the budget.

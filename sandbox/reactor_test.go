@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -85,5 +86,50 @@ func TestReactorFailureDropsInstance(t *testing.T) {
 	}
 	if _, _, err := e2.Run(context.Background(), job(m2, models.Capability{}, `{"a":1}`)); err != nil {
 		t.Fatalf("the run after a failed one: %v", err)
+	}
+}
+
+// A reactor pre-initialized (its state after _initialize written into the
+// module) runs as the original does, from the same state every run, and
+// pre-initializing it twice gives the same bytes.
+func TestPreinitialize(t *testing.T) {
+	e := newEngine(t, Limits{})
+	original := wasmtest.Reactor(t, reactors, "counter")
+	pre, err := e.Preinitialize(context.Background(), original)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.Preinitialize(context.Background(), original)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(pre, again) {
+		t.Fatal("two pre-initializations of one module differ")
+	}
+	m, _, err := wasmbin.Check(pre, wasmbin.Limits{})
+	if err != nil {
+		t.Fatalf("the pre-initialized module: %v", err)
+	}
+	if _, ok := m.Export("_initialize"); ok {
+		t.Fatal("the pre-initialized module still exports _initialize")
+	}
+	if same, err := e.Preinitialize(context.Background(), pre); err != nil || !bytes.Equal(same, pre) {
+		t.Fatalf("pre-initializing a pre-initialized module changed it: %v", err)
+	}
+	mod := compileBytes(t, e, pre)
+	for i := range 3 {
+		res, _, err := e.Run(context.Background(), job(mod, models.Capability{}, `{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ Runs int }
+		json.Unmarshal(res.Data, &got)
+		if got.Runs != 1 {
+			t.Fatalf("run %d saw %d runs", i, got.Runs)
+		}
+	}
+	// A command cannot be.
+	if _, err := e.Preinitialize(context.Background(), wasmtest.Module(t, modules, "echo")); err == nil {
+		t.Fatal("a command was pre-initialized")
 	}
 }

@@ -36,14 +36,24 @@ const YieldInterval = 100_000
 // mutable global of index i.
 func GlobalExport(i int) string { return globalExportPrefix + strconv.Itoa(i) }
 
+// MutableGlobals returns the indices of the mutable globals the module
+// defines, which the instrumented module exports (GlobalExport).
+func (m *Module) MutableGlobals() []int {
+	var out []int
+	for i, g := range m.Globals {
+		if g.Mutable {
+			out = append(out, m.importedGlobals+i)
+		}
+	}
+	return out
+}
+
 // MutableGlobalExports returns the names under which the instrumented
 // module exports the mutable globals the module defines.
 func (m *Module) MutableGlobalExports() []string {
 	var names []string
-	for i, g := range m.Globals {
-		if g.Mutable {
-			names = append(names, GlobalExport(m.importedGlobals+i))
-		}
+	for _, i := range m.MutableGlobals() {
+		names = append(names, GlobalExport(i))
 	}
 	return names
 }

@@ -1,0 +1,62 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"pluginhost/wasmbin"
+)
+
+// Preinitialize returns a reactor module that starts initialized: it makes
+// an instance that reads a fixed clock and zeros for random bytes, runs its
+// _initialize within the run's limits, and writes its memory and globals
+// into the module (wasmbin.Module.Preinitialize). The same module gives the
+// same bytes. A reactor without _initialize is returned as it is; a command
+// cannot be pre-initialized.
+func (e *Engine) Preinitialize(ctx context.Context, wasm []byte) ([]byte, error) {
+	parsed, facts, err := wasmbin.Check(wasm, e.limits.Structure)
+	if err != nil {
+		return nil, err
+	}
+	if facts.Kind != wasmbin.KindReactor {
+		return nil, fmt.Errorf("only a reactor (it exports %s) can be pre-initialized; this module is a %s", wasmbin.RunExport, facts.Kind)
+	}
+	if _, ok := parsed.Export("_initialize"); !ok {
+		return wasm, nil
+	}
+	if !facts.Restorable {
+		return nil, errors.New("the module changes its tables or drops segments: its state is more than its memory and globals, so it cannot be pre-initialized")
+	}
+	m, err := e.Compile(ctx, wasm)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Release(m)
+	ctx, cancel := context.WithTimeout(ctx, e.limits.Timeout)
+	defer cancel()
+	in, err := e.instantiate(ctx, m, true)
+	if err != nil {
+		return nil, err
+	}
+	defer in.close()
+	stderr := &boundedWriter{max: e.limits.StderrBytes}
+	in.io.out, in.io.err, in.io.ctx = &boundedWriter{max: e.limits.OutputBytes}, stderr, ctx
+	err = in.call(ctx, in.mod.ExportedFunction("_initialize"))
+	if err := e.outcome(ctx, ctx, in, in.io.out, err); err != nil {
+		return nil, fmt.Errorf("initializing the module: %w (standard error: %q)", err, stderr.bytes())
+	}
+	var mem []byte
+	if in.mem != nil {
+		mem = in.mem.bytes()
+	}
+	globals := map[int]uint64{}
+	for _, i := range parsed.MutableGlobals() {
+		if g, ok := in.mod.ExportedGlobal(wasmbin.GlobalExport(i)).(api.MutableGlobal); ok {
+			globals[i] = g.Get()
+		}
+	}
+	return parsed.Preinitialize(mem, globals)
+}
