@@ -19,10 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -75,53 +72,6 @@ type signature struct {
 
 func rejectf(format string, args ...any) error {
 	return models.Errorf(models.ErrPackageRejected, format, args...)
-}
-
-// ReadDir reads a plugin source folder: every regular file below dir, by
-// slash-separated relative path. Hidden files and folders (a name starting
-// with ".") are left out.
-func ReadDir(dir string) (map[string][]byte, error) {
-	files := map[string][]byte{}
-	total := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
-		if rel != "." && strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return fmt.Errorf("%s is not a regular file; a plugin folder holds only files and folders", rel)
-		}
-		if err := checkPath(rel); err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if limit := maxFileBytes(rel); len(b) > limit {
-			return fmt.Errorf("%s has %d bytes; a file of its kind may have at most %d", rel, len(b), limit)
-		}
-		total += len(b)
-		if total > MaxTotalBytes || len(files) >= MaxFiles {
-			return fmt.Errorf("the folder exceeds %d files or %d bytes", MaxFiles, MaxTotalBytes)
-		}
-		files[rel] = b
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read plugin folder %s: %w", dir, err)
-	}
-	return files, nil
 }
 
 // checkPath accepts relative, clean, slash-separated UTF-8 paths outside META-INF.

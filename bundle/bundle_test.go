@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -180,18 +182,37 @@ func TestKeysAndReadDir(t *testing.T) {
 		t.Fatalf("LoadTrustedDir = %v, %v", trusted, err)
 	}
 
+}
+
+// ReadPlugin reads what the manifest names (its extensions' configs, its
+// capabilities' modules) and lists every other file as left out; hidden
+// files and folders are neither.
+func TestReadPlugin(t *testing.T) {
 	src := t.TempDir()
-	os.MkdirAll(filepath.Join(src, "ui"), 0o755)
-	os.MkdirAll(filepath.Join(src, ".git"), 0o755)
-	os.WriteFile(filepath.Join(src, "manifest.json"), []byte("{}"), 0o644)
-	os.WriteFile(filepath.Join(src, "ui", "main.json"), []byte("{}"), 0o644)
-	os.WriteFile(filepath.Join(src, ".git", "HEAD"), []byte("x"), 0o644)
-	os.WriteFile(filepath.Join(src, ".DS_Store"), []byte("x"), 0o644)
-	files, err := ReadDir(src)
+	for _, d := range []string{"ui", ".git", "src/summary", "capabilities"} {
+		os.MkdirAll(filepath.Join(src, d), 0o755)
+	}
+	manifest := `{"extensions":[{"id":"main","point":"screen"}],` +
+		`"capabilities":[{"id":"a.b","kind":"tool","module":"capabilities/a.wasm","source":"src/summary"}]}`
+	for name, content := range map[string]string{
+		"manifest.json": manifest, "ui/main.json": "{}", "ui/old.json": "{}", ".git/HEAD": "x", ".DS_Store": "x",
+		"src/summary/main.go": "package main", "go.mod": "module x", "capabilities/a.wasm": "\x00asm", "README.md": "hi",
+	} {
+		os.WriteFile(filepath.Join(src, filepath.FromSlash(name)), []byte(content), 0o644)
+	}
+	f, err := ReadPlugin(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 2 || files["ui/main.json"] == nil {
-		t.Fatalf("ReadDir = %v", files)
+	var kept []string
+	for name := range f.Files {
+		kept = append(kept, name)
+	}
+	sort.Strings(kept)
+	if want := []string{"capabilities/a.wasm", "manifest.json", "ui/main.json"}; !slices.Equal(kept, want) {
+		t.Errorf("kept %v, want %v", kept, want)
+	}
+	if want := []string{"README.md", "go.mod", "src/summary/main.go", "ui/old.json"}; !slices.Equal(f.LeftOut, want) {
+		t.Errorf("left out %v, want %v", f.LeftOut, want)
 	}
 }

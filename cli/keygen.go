@@ -43,11 +43,13 @@ func packageCmd() Command {
 				if *dir == "" || *keyPath == "" || *out == "" {
 					return Usagef("--dir, --key and --out are required")
 				}
-				files, err := bundle.ReadDir(*dir)
+				folder, err := bundle.ReadPlugin(*dir)
 				if err != nil {
 					return err
 				}
+				files := folder.Files
 				m, report := validator.CheckPlugin(files)
+				report.LeftOut = folder.LeftOut
 				if !report.Valid {
 					writeReport(io.Stdout, report)
 					return fmt.Errorf("%s is not a valid plugin (%d errors); nothing was packaged", *dir, len(report.Errors))
@@ -65,6 +67,9 @@ func packageCmd() Command {
 				}
 				fmt.Fprintf(io.Stdout, "packaged %s %s (%d files, %d bytes) signed by key %s into %s\n",
 					m.ID, m.Version, len(files), len(pkg), bundle.KeyID(key.Public().(ed25519.PublicKey)), *out)
+				if len(folder.LeftOut) > 0 {
+					fmt.Fprintf(io.Stdout, "left out (%d files the manifest does not name): %s\n", len(folder.LeftOut), listSome(folder.LeftOut, 8))
+				}
 				return nil
 			}
 		},

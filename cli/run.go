@@ -109,10 +109,11 @@ type local struct {
 }
 
 func localJob(dir, id, args, query, storageFile, trigger string) (*local, error) {
-	files, err := bundle.ReadDir(dir)
+	folder, err := bundle.ReadPlugin(dir)
 	if err != nil {
 		return nil, Usagef("%v", err)
 	}
+	files := folder.Files
 	m, report := validator.CheckPlugin(files)
 	if err := report.Err("the plugin"); err != nil {
 		return nil, err

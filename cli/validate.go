@@ -58,11 +58,12 @@ func validatePath(path string) (*validator.Report, error) {
 		return nil, err
 	}
 	if st.IsDir() {
-		files, err := bundle.ReadDir(path)
+		f, err := bundle.ReadPlugin(path)
 		if err != nil {
 			return nil, err
 		}
-		_, r := validator.CheckPlugin(files)
+		_, r := validator.CheckPlugin(f.Files)
+		r.LeftOut = f.LeftOut
 		return r, nil
 	}
 	data, err := os.ReadFile(path)
@@ -121,11 +122,22 @@ func writeReport(w io.Writer, r *validator.Report) {
 	for _, p := range r.Warnings {
 		fmt.Fprintf(w, "warning %s%s [%s] %s\n", fileOf(p.File), pointer(p.Path), p.Code, p.Message)
 	}
+	if len(r.LeftOut) > 0 {
+		fmt.Fprintf(w, "left out of the package (%d files the manifest does not name): %s\n", len(r.LeftOut), listSome(r.LeftOut, 8))
+	}
 	if r.Valid {
 		fmt.Fprintf(w, "valid (%d warnings)\n", len(r.Warnings))
 	} else {
 		fmt.Fprintf(w, "invalid: %d errors, %d warnings\n", len(r.Errors), len(r.Warnings))
 	}
+}
+
+// listSome lists at most n names, and how many more there are.
+func listSome(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 func fileOf(f string) string {
@@ -212,7 +224,10 @@ func previewOptions(dir, ext, config, manifest, fixtures string) (preview.Option
 		}
 	}
 	if dir != "" {
-		opts.Files, err = bundle.ReadDir(dir)
+		var f *bundle.Folder
+		if f, err = bundle.ReadPlugin(dir); err == nil {
+			opts.Files = f.Files
+		}
 		opts.Extension = ext
 		return opts, err
 	}

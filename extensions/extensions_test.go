@@ -40,10 +40,11 @@ func newHost(t testing.TB, b testenv.Backend) *host {
 // and a response extension, with its manifest changed by edit.
 func weather(t testing.TB, version string, edit func(m map[string]any, files map[string][]byte)) map[string][]byte {
 	t.Helper()
-	files, err := bundle.ReadDir("../examples/weather")
+	folder, err := bundle.ReadPlugin("../examples/weather")
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := folder.Files
 	var m map[string]any
 	if err := json.Unmarshal(files["manifest.json"], &m); err != nil {
 		t.Fatal(err)

@@ -42,10 +42,11 @@ func renderFile(t *testing.T, opts Options) string {
 
 func labOptions(t *testing.T, extension string) Options {
 	t.Helper()
-	files, err := bundle.ReadDir(labDir)
+	folder, err := bundle.ReadPlugin(labDir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := folder.Files
 	fixtures, err := os.ReadFile(filepath.Join(labDir, "fixtures.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -741,10 +742,11 @@ func TestBrowserThemesAndScreenshots(t *testing.T) {
 	}
 
 	// The gallery (every node type) in both modes.
-	files, err := bundle.ReadDir("../validator/testdata/plugins/gallery")
+	folder, err := bundle.ReadPlugin("../validator/testdata/plugins/gallery")
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := folder.Files
 	g := open(t, renderFile(t, Options{Files: files, Extension: "main", Fixtures: []byte(galleryFixtures)}))
 	g.idle()
 	g.Screenshot(filepath.Join(dir, "gallery-main-light.png"))

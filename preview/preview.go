@@ -37,7 +37,7 @@ import (
 
 // Options says what to preview.
 type Options struct {
-	// Files is a plugin folder as bundle.ReadDir returns it: manifest.json and
+	// Files is a plugin folder as bundle.ReadPlugin reads it: manifest.json and
 	// the UI configs. Every UI extension's config is embedded, so that
 	// navigate actions can open them.
 	Files map[string][]byte

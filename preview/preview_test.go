@@ -14,10 +14,11 @@ import (
 
 func gallery(t *testing.T) map[string][]byte {
 	t.Helper()
-	files, err := bundle.ReadDir("../validator/testdata/plugins/gallery")
+	folder, err := bundle.ReadPlugin("../validator/testdata/plugins/gallery")
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := folder.Files
 	return files
 }
 
@@ -196,10 +197,11 @@ func TestThemesAndTypographyCoverCatalog(t *testing.T) {
 }
 
 func TestFixturesProblems(t *testing.T) {
-	files, err := bundle.ReadDir(labDir)
+	folder, err := bundle.ReadPlugin(labDir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := folder.Files
 	delete(files, "fixtures.json")
 	tests := []struct {
 		name     string

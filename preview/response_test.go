@@ -13,10 +13,11 @@ import (
 // tool result of weather.lookup in the fixtures.
 func weatherOptions(t *testing.T, extension string, result any) Options {
 	t.Helper()
-	files, err := bundle.ReadDir("../examples/weather")
+	folder, err := bundle.ReadPlugin("../examples/weather")
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := folder.Files
 	fixtures, _ := json.Marshal(map[string]any{"response": map[string]any{
 		"capability": "weather.lookup", "arguments": map[string]any{"city": "Bern"}, "result": result}})
 	return Options{Files: files, Extension: extension, Fixtures: fixtures}
