@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"pluginhost/bundle"
-	"pluginhost/internal/wasmtest"
+	"pluginhost/internal/plugintest"
 	"pluginhost/models"
 	"pluginhost/uicatalog"
 )
@@ -32,7 +32,7 @@ func TestPluginAuthorCommands(t *testing.T) {
 	if st, err := os.Stat(prefix + ".key"); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("private key: %v %v", st, err)
 	}
-	notes := wasmtest.Example(t, "../examples/notes")
+	notes := plugintest.Example(t, "../examples/notes")
 	pkg := filepath.Join(dir, "notes.phpkg")
 	code, out, errs := sh(t, "package", "--dir", notes, "--key", prefix+".key", "--out", pkg)
 	if code != 0 || !strings.Contains(out, "packaged com.example.notes") {
@@ -47,7 +47,7 @@ func TestPluginAuthorCommands(t *testing.T) {
 	}
 
 	// An invalid plugin is refused with its problems, and nothing is written.
-	bad := wasmtest.Example(t, "../examples/notes")
+	bad := plugintest.Example(t, "../examples/notes")
 	manifest, _ := os.ReadFile("../examples/notes/manifest.json")
 	os.WriteFile(filepath.Join(bad, "manifest.json"), bytes.Replace(manifest, []byte(`"data_policy": "retain"`), []byte(`"data_policy": "keep"`), 1), 0o644)
 	badPkg := filepath.Join(dir, "bad.phpkg")

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"pluginhost/internal/plugintest"
 	"pluginhost/internal/wasmtest"
 )
 
 // pluginhost run runs a capability of a plugin folder with the server's
 // limits and prints its result, or its error and exit 1.
 func TestRunCommand(t *testing.T) {
-	notes := wasmtest.Example(t, "../examples/notes")
+	notes := plugintest.Example(t, "../examples/notes")
 	storage := filepath.Join(t.TempDir(), "storage.json")
 	os.WriteFile(storage, []byte(`{"storage_revision": 2, "namespaces": {"notes": [
 		{"key": "a", "value": {"text": "one two three"}, "revision": 1},

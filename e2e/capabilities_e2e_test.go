@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"pluginhost/internal/plugintest"
 	"pluginhost/internal/testenv"
 	"pluginhost/internal/wasmtest"
 )
@@ -208,7 +209,7 @@ func TestBackgroundAcrossReplicas(t *testing.T) {
 	dsn := testenv.FreshMySQL(t)
 	pub := NewPublisher(t)
 	pkgFile := t.TempDir() + "/notes.phpkg"
-	run(t, "package", "--dir", wasmtest.Example(t, "../examples/notes"), "--key", pub.Prefix+".key", "--out", pkgFile)
+	run(t, "package", "--dir", plugintest.Example(t, "../examples/notes"), "--key", pub.Prefix+".key", "--out", pkgFile)
 	a := Start(t, dsn, pub.Dir)
 	b := Start(t, dsn, pub.Dir)
 	alice := &Client{URL: a.URL, Token: Token(t, dsn, "alice", false)}

@@ -16,10 +16,11 @@ import (
 // extension) with its files byte for byte, after edit changes them.
 func (p *Publisher) weatherPackage(t *testing.T, edit func(files map[string][]byte)) (string, map[string][]byte) {
 	t.Helper()
-	files, err := bundle.ReadDir("../examples/weather")
+	folder, err := bundle.ReadPlugin("../examples/weather")
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := folder.Files
 	if edit != nil {
 		edit(files)
 	}

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"pluginhost/internal/plugintest"
 	"pluginhost/internal/testenv"
-	"pluginhost/internal/wasmtest"
 )
 
 const (
@@ -53,7 +53,7 @@ func TestWalkthrough(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		pub := NewPublisher(t)
 		pkgFile := filepath.Join(t.TempDir(), "notes.phpkg")
-		out := run(t, "package", "--dir", wasmtest.Example(t, "../examples/notes"), "--key", pub.Prefix+".key", "--out", pkgFile)
+		out := run(t, "package", "--dir", plugintest.Example(t, "../examples/notes"), "--key", pub.Prefix+".key", "--out", pkgFile)
 		if !strings.Contains(out, "com.example.notes") {
 			t.Fatalf("package output: %s", out)
 		}

@@ -104,6 +104,9 @@ type Capability struct {
 	// preview 1 command module) that runs the capability; "" when the plugin
 	// ships no code for it.
 	Module string `json:"module,omitempty"`
+	// Source is the folder of the plugin that pluginhost build builds the
+	// module from (Go sources); it is not packaged.
+	Source string `json:"source,omitempty"`
 	// ModuleSHA256 is the SHA-256 (hex) of the module's bytes, recorded by
 	// the host when it installs the package (the validator refuses it in
 	// a package's manifest), so that a run finds its compiled module

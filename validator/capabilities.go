@@ -48,7 +48,7 @@ func (c *checker) capabilities(v any, minHost string) {
 	ids := map[string]bool{}
 	for i, e := range a {
 		p := c.ptr("/capabilities", i)
-		m := c.object(p, e, "id", "kind", "description", "input_schema", "output_schema", "module", "schedule_seconds")
+		m := c.object(p, e, "id", "kind", "description", "input_schema", "output_schema", "module", "source", "schedule_seconds")
 		if m == nil {
 			continue
 		}
@@ -76,6 +76,16 @@ func (c *checker) capabilities(v any, minHost string) {
 		if mv, ok := m.get("module"); ok {
 			if s, ok := c.str(c.ptr(p, "module"), mv); ok {
 				c.modulePath(c.ptr(p, "module"), s)
+			}
+		}
+		if sv, ok := m.get("source"); ok {
+			if src, ok := c.str(c.ptr(p, "source"), sv); ok {
+				switch {
+				case !cleanRelative(src):
+					c.errorf(c.ptr(p, "source"), CodeFormat, notCleanRelative, src)
+				case !m.has("module"):
+					c.errorf(c.ptr(p, "source"), CodeRequired, "a capability built from source (pluginhost build) names the module it builds: set module, such as capabilities/NAME.wasm")
+				}
 			}
 		}
 		if sv, ok := m.get("schedule_seconds"); ok {

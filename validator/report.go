@@ -20,6 +20,9 @@ type Report struct {
 	Valid    bool             `json:"valid"`
 	Errors   []models.Problem `json:"errors"`
 	Warnings []models.Problem `json:"warnings"`
+	// LeftOut lists the files of a plugin folder that are not packaged
+	// (sources, build leftovers, configs no extension uses).
+	LeftOut []string `json:"left_out,omitempty"`
 }
 
 // Err returns a PACKAGE_REJECTED error that carries the report's errors, or nil

@@ -1,6 +1,10 @@
 package wasmtest
 
 import (
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,4 +24,37 @@ func CPUTime() time.Duration {
 // ReportCPU reports the process's CPU time per operation since begun.
 func ReportCPU(b *testing.B, begun time.Duration) {
 	b.ReportMetric(float64((CPUTime()-begun).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+}
+
+// ReportPercentiles reports p50 and p99 of the durations as benchmark
+// metrics, in milliseconds.
+func ReportPercentiles(b *testing.B, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	at := func(p float64) float64 { return float64(ds[int(p*float64(len(ds)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+}
+
+// ResetPeakRSS resets the kernel's record of the process's peak resident
+// memory (Linux), so that RSSKiB(b, "VmHWM") reports the peak from now on.
+func ResetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// RSSKiB reads a memory figure of /proc/self/status ("VmRSS", "VmHWM"), in
+// KiB; the benchmark is skipped where there is none.
+func RSSKiB(b *testing.B, field string) int64 {
+	s, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Skip("no /proc/self/status")
+	}
+	for line := range strings.SplitSeq(string(s), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	b.Skip("no " + field)
+	return 0
 }

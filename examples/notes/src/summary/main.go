@@ -1,67 +1,52 @@
 // Command summary is the notes.summary tool of the example plugin: it reads
 // the Instance's notes from the storage snapshot the host gives it and
 // answers how many there are, how many words they hold and which are the
-// longest. Build it with GOOS=wasip1 GOARCH=wasm (see the README).
+// longest. pluginhost build builds it (see the manifest's "source").
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
+
+	"pluginhost/kit"
 )
 
-// request is the part of the host's request this tool reads.
-type request struct {
-	Arguments struct {
-		Limit int `json:"limit"`
-	} `json:"arguments"`
-	PluginStorage struct {
-		Namespaces map[string][]struct {
-			Key   string          `json:"key"`
-			Value json.RawMessage `json:"value"`
-		} `json:"namespaces"`
-	} `json:"plugin_storage"`
-}
+func init() { kit.Handle(summary) }
 
+func main() { kit.Main() }
+
+// note is one note as the tool reports it.
 type note struct {
 	Key   string `json:"key"`
 	Words int    `json:"words"`
 	Text  string `json:"text"`
 }
 
-func main() {
-	var req request
-	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
-		fmt.Fprintln(os.Stderr, "summary: cannot read the request:", err)
-		os.Exit(1)
+func summary(req *kit.Request) (*kit.Result, error) {
+	var args struct {
+		Limit int `json:"limit"`
 	}
-	limit := req.Arguments.Limit
-	if limit <= 0 {
-		limit = 3
+	if err := req.Args(&args); err != nil {
+		return nil, err
 	}
-	var notes []note
+	if args.Limit <= 0 {
+		args.Limit = 3
+	}
+	items := req.Items("notes")
+	notes := make([]note, 0, len(items))
 	words := 0
-	for _, it := range req.PluginStorage.Namespaces["notes"] {
+	for _, it := range items {
 		var v struct {
 			Text string `json:"text"`
 		}
-		json.Unmarshal(it.Value, &v)
+		it.Decode(&v) // a note that is not an object counts as empty
 		n := note{Key: it.Key, Words: len(strings.Fields(v.Text)), Text: v.Text}
 		words += n.Words
 		notes = append(notes, n)
 	}
 	sort.SliceStable(notes, func(i, j int) bool { return notes[i].Words > notes[j].Words })
-	if len(notes) > limit {
-		notes = notes[:limit]
-	}
-	if notes == nil {
-		notes = []note{}
-	}
-	count := len(req.PluginStorage.Namespaces["notes"])
-	json.NewEncoder(os.Stdout).Encode(map[string]any{
-		"summary": fmt.Sprintf("%d notes, %d words", count, words),
-		"data":    map[string]any{"count": count, "words": words, "longest": notes},
-	})
+	longest := notes[:min(args.Limit, len(notes))]
+	return kit.Reply(fmt.Sprintf("%d notes, %d words", len(items), words),
+		map[string]any{"count": len(items), "words": words, "longest": longest}), nil
 }

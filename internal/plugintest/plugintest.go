@@ -1,0 +1,67 @@
+// Package plugintest gives tests the example plugins built as an author
+// builds them: pluginhost build (package pluginbuild) over a copy of the
+// folder, once per test binary.
+package plugintest
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"pluginhost/pluginbuild"
+	"pluginhost/sandbox"
+)
+
+var examples sync.Map // absolute plugin folder -> *example
+
+type example struct {
+	once sync.Once
+	dir  string // the built copy
+	err  error
+}
+
+// Example returns a fresh copy of an example plugin folder (such as
+// ../examples/notes) with its capabilities built by pluginhost build: every
+// capability naming a source, into its module, pre-initialized. The build
+// happens once per test binary run; each call gets its own copy, which the
+// test may change.
+func Example(t testing.TB, dir string) string {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := examples.LoadOrStore(abs, &example{})
+	e := v.(*example)
+	e.once.Do(func() { e.dir, e.err = build(abs) })
+	if e.err != nil {
+		t.Fatalf("pluginhost build of %s: %v", dir, e.err)
+	}
+	cp := filepath.Join(t.TempDir(), filepath.Base(abs))
+	if err := os.CopyFS(cp, os.DirFS(e.dir)); err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
+func build(src string) (string, error) {
+	tmp, err := os.MkdirTemp("", "pluginhost-example-")
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(tmp, filepath.Base(src))
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		return "", err
+	}
+	ctx := context.Background()
+	engine, err := sandbox.New(ctx, filepath.Join(tmp, "cache"), sandbox.Limits{})
+	if err != nil {
+		return "", err
+	}
+	defer engine.Close(ctx)
+	_, err = pluginbuild.Build(ctx, dir, engine, io.Discard)
+	return dir, err
+}
