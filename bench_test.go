@@ -10,13 +10,13 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"pluginhost/gqlhttp"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
+	"pluginhost/internal/wasmtest"
 	"pluginhost/models"
 )
 
@@ -26,14 +26,6 @@ import (
 // updates its own key with the revision of its previous write.
 //
 //	go test -run '^$' -bench StorageUpdate -benchtime 20000x .
-//
-// cpuTime returns the process's user and system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func BenchmarkStorageUpdate(b *testing.B) {
 	const clients = 32
 	tuneRuntime() // as serve does
@@ -106,7 +98,7 @@ func BenchmarkStorageUpdate(b *testing.B) {
 			var wg sync.WaitGroup
 			var failed atomic.Value
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := wasmtest.CPUTime()
 			start := time.Now()
 			for c := range clients {
 				wg.Add(1)
@@ -126,7 +118,7 @@ func BenchmarkStorageUpdate(b *testing.B) {
 			}
 			wg.Wait()
 			elapsed := time.Since(start)
-			cpu := cpuTime() - cpu0
+			cpu := wasmtest.CPUTime() - cpu0
 			b.StopTimer()
 			if err, _ := failed.Load().(error); err != nil {
 				b.Fatal(err)

@@ -524,25 +524,41 @@ func TestAutomaticPersistedQueries(t *testing.T) {
 	notFound("the refused query", h.persisted(t, "", sha(long)))
 }
 
-// TestUserWorkRate: a user spends work (10 a request, a unit a KiB of body,
-// each operation's cost) within a burst, then waits for the rate, and is
-// refused with 429 past InFlightWait; another user is not held back.
+// TestUserWorkRate: while another user is at work, a user spends work (10 a
+// request, a unit a KiB of body, each operation's cost) within a burst, then
+// waits for the rate, and is refused with 429 past InFlightWait; the other
+// user is not held back. A user alone at work is not held back, nor charged.
 func TestUserWorkRate(t *testing.T) {
 	// A burst of 2*100 + 1024/1024 + 10 = 211 units, refilled at 1 a second.
 	h := newLimitsHost(t, gqlhttp.Limits{UserWorkPerSecond: 1, MaxQueryCost: 100, MaxBodyBytes: 1024, InFlightWait: 50 * time.Millisecond})
-	bob := h.user(t, "bob")
+	alice, bob := h.token, h.user(t, "bob")
 	// 10 + 0 + 40 units: installations (20 assumed) of one object each, twice.
 	body := `{"query":"{a:installations{id} b:installations{id}}"}`
-	for i := range 4 { // 200 units: within the burst
+	for i := range 8 { // 400 units, alone: past the burst, never held back
 		if r := h.post(t, body); r.Status != 200 || len(r.Errors) > 0 {
-			t.Fatalf("request %d within the burst: %d %.200s", i+1, r.Status, r.Raw)
+			t.Fatalf("request %d alone: %d %.200s", i+1, r.Status, r.Raw)
 		}
-	}
-	if r := h.post(t, body); r.Status != 429 || r.reason() != "TOO_MANY_REQUESTS" {
-		t.Fatalf("past the burst: %d %.200s", r.Status, r.Raw)
 	}
 	h.token = bob
 	if r := h.post(t, body); r.Status != 200 || len(r.Errors) > 0 {
 		t.Fatalf("another user: %d %.200s", r.Status, r.Raw)
+	}
+	h.token = alice // what she spent alone was not charged: a whole burst, then 429
+	for i := range 4 {
+		if r := h.post(t, body); r.Status != 200 || len(r.Errors) > 0 {
+			t.Fatalf("request %d within the burst, bob at work: %d %.200s", i+1, r.Status, r.Raw)
+		}
+	}
+	if r := h.post(t, body); r.Status != 429 || r.reason() != "TOO_MANY_REQUESTS" {
+		t.Fatalf("past the burst with another user at work: %d %.200s", r.Status, r.Raw)
+	}
+	h.token = bob
+	for i := range 3 { // bob's burst is his own
+		if r := h.post(t, body); r.Status != 200 || len(r.Errors) > 0 {
+			t.Fatalf("bob's request %d within his burst: %d %.200s", i+2, r.Status, r.Raw)
+		}
+	}
+	if r := h.post(t, body); r.Status != 429 || r.reason() != "TOO_MANY_REQUESTS" {
+		t.Fatalf("bob past his burst while alice is at work: %d %.200s", r.Status, r.Raw)
 	}
 }

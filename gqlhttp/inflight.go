@@ -48,6 +48,10 @@ type gate struct {
 	users map[string]*userSlots
 
 	rates map[string]*rate.Limiter // work per user (UserWorkPerSecond)
+	// The two users who spent work last, and when: whether anyone else is
+	// at work (see spend).
+	last, before     string
+	lastAt, beforeAt time.Time
 
 	admitted atomic.Int64 // requests holding a slot
 	reserved atomic.Int64 // body bytes reserved
@@ -126,11 +130,15 @@ func (g *gate) workBurst() int {
 }
 
 // spend charges units of work to the user, waiting up to InFlightWait for
-// them when the user has spent its rate.
+// them when the user has spent its rate. The rate holds a user back only for
+// the others' sake: the work of a user who is alone at work (no other user
+// spent any in the last WorkPeers) is not charged, so a single client in a
+// loop runs at the server's speed, and meets others with its burst whole.
 func (g *gate) spend(ctx context.Context, user string, units int) *requestError {
 	if units <= 0 {
 		return nil
 	}
+	now := time.Now()
 	g.mu.Lock()
 	l := g.rates[user]
 	if l == nil {
@@ -144,7 +152,18 @@ func (g *gate) spend(ctx context.Context, user string, units int) *requestError 
 		l = rate.NewLimiter(rate.Limit(g.limits.UserWorkPerSecond), g.workBurst())
 		g.rates[user] = l
 	}
+	other, otherAt := g.last, g.lastAt
+	if other == user {
+		other, otherAt = g.before, g.beforeAt
+	} else {
+		g.before, g.beforeAt = g.last, g.lastAt
+	}
+	g.last, g.lastAt = user, now
+	alone := other == "" || now.Sub(otherAt) > WorkPeers
 	g.mu.Unlock()
+	if alone {
+		return nil
+	}
 	units = min(units, l.Burst())
 	r := l.ReserveN(time.Now(), units)
 	if !r.OK() {

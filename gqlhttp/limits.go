@@ -56,6 +56,9 @@ const (
 	// to InFlightWait, then is refused (429, or TOO_MANY_REQUESTS). A user
 	// may spend a burst of twice MaxQueryCost plus the largest body at once.
 	DefaultUserWorkPerSecond = 10000
+	// WorkPeers is how recently another user must have spent work for the
+	// work rate to hold a user back: alone, a user is not made to wait.
+	WorkPeers = time.Second
 	// RequestWork is the work charged for any GraphQL request, even one
 	// refused by another bound: parsing and checking cost too.
 	RequestWork = 10

@@ -66,15 +66,20 @@ type auditRecord struct {
 	namespace, key                     string
 	operation, outcome                 string
 	before, after, valueBytes          int64
+	at                                 time.Time // when it happened; zero: when written
 }
 
-// args returns the arguments of auditInsertSQL that record r now.
+// args returns the arguments of auditInsertSQL that record r.
 func (r auditRecord) args() []any {
+	at := r.at
+	if at.IsZero() {
+		at = time.Now()
+	}
 	return []any{auditField(r.userID, MaxAuditIDChars), auditField(r.installationID, MaxAuditIDChars),
 		auditField(r.instanceID, MaxAuditIDChars), auditField(r.actor, MaxAuditActorChars),
 		auditField(r.capability, MaxAuditCapabilityChars), auditField(r.namespace, MaxAuditNamespaceChars),
 		auditField(r.key, MaxAuditKeyChars), auditField(r.operation, MaxAuditOperationChars),
-		auditField(r.outcome, MaxAuditOutcomeChars), r.before, r.after, r.valueBytes, time.Now().UnixMicro()}
+		auditField(r.outcome, MaxAuditOutcomeChars), r.before, r.after, r.valueBytes, at.UnixMicro()}
 }
 
 // recordAudit writes r in a transaction of its own, run again when the database
@@ -196,6 +201,7 @@ func (s *Service) Audit(ctx context.Context, userID string, q AuditQuery) ([]Aud
 			return nil, false, err
 		}
 	}
+	s.flushRuns() // the records of runs still waiting to be written
 	query := `SELECT id, installation_id, instance_id, actor, capability, namespace, item_key, operation, outcome,
 		revision_before, revision_after, value_bytes, created_at FROM storage_audit WHERE user_id = ?`
 	args := []any{userID}

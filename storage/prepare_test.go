@@ -3,11 +3,13 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 
 	"pluginhost/access"
 	"pluginhost/internal/testenv"
+	"pluginhost/models"
 	"pluginhost/storage"
 )
 
@@ -28,6 +30,34 @@ func TestFirstCallerCancelledDoesNotBreakStorage(t *testing.T) {
 		}
 		if _, _, err := fresh.WatchAt(ctx, w.a, w.notes.ID, nil); err != nil {
 			t.Fatalf("a watch after it: %v", err)
+		}
+	})
+}
+
+// TestRunRecordsSurviveClose: the audit records of runs are written in the
+// background; a read of the trail sees them at once, and Close writes those
+// still waiting, so a service started afterwards reads them too.
+func TestRunRecordsSurviveClose(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		w := newWorld(t, b)
+		first := &storage.Service{DB: w.env.DB, Bus: w.env.Store.Bus, Gate: &access.Gate{DB: w.env.DB}}
+		run := models.Caller{UserID: w.alice.ID, Actor: models.ActorCapability, Capability: "notes.summary"}
+		if err := first.RecordRun(ctx, run, w.instlNotes.ID, w.notes.ID, "ok"); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := first.Audit(ctx, w.alice.ID, storage.AuditQuery{Actor: models.ActorCapability})
+		if err != nil || len(got) != 1 || got[0].Operation != storage.OperationRun || got[0].Capability != "notes.summary" {
+			t.Fatalf("the trail right after a run: %+v %v", got, err)
+		}
+		for i := range 5 {
+			first.RecordRun(ctx, run, w.instlNotes.ID, w.notes.ID, fmt.Sprint("failed-", i))
+		}
+		first.Close()
+		later := &storage.Service{DB: w.env.DB, Bus: w.env.Store.Bus, Gate: &access.Gate{DB: w.env.DB}}
+		defer later.Close()
+		got, _, err = later.Audit(ctx, w.alice.ID, storage.AuditQuery{Actor: models.ActorCapability})
+		if err != nil || len(got) != 6 || got[0].Outcome != "failed-4" {
+			t.Fatalf("after Close, a new service reads %d records (%v), newest %+v; want 6, failed-4 newest", len(got), err, got)
 		}
 	})
 }

@@ -45,6 +45,9 @@ type Service struct {
 	q      queries
 	readDB *sql.DB
 	batch  *batcher
+
+	runsOnce sync.Once
+	runs     *runQueue
 }
 
 // scopeCache keeps, within one batch transaction, the scopes already read:

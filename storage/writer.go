@@ -52,8 +52,10 @@ func (s *Service) StartBatching() {
 	go s.writeLoop()
 }
 
-// Close stops the write goroutine after the queued writes.
+// Close writes the audit records of runs still waiting and stops the write
+// goroutine after the queued writes.
 func (s *Service) Close() {
+	s.closeRuns()
 	if s.batch != nil {
 		close(s.batch.stop)
 		s.batch.wg.Wait()

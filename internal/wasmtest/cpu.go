@@ -29,13 +29,20 @@ func ReportCPU(b *testing.B, begun time.Duration) {
 // ReportPercentiles reports p50 and p99 of the durations as benchmark
 // metrics, in milliseconds.
 func ReportPercentiles(b *testing.B, ds []time.Duration) {
+	p50, p99 := Percentiles(ds)
+	b.ReportMetric(p50, "p50-ms")
+	b.ReportMetric(p99, "p99-ms")
+}
+
+// Percentiles returns p50 and p99 of the durations, in milliseconds; it
+// sorts ds.
+func Percentiles(ds []time.Duration) (p50, p99 float64) {
 	if len(ds) == 0 {
-		return
+		return 0, 0
 	}
 	slices.Sort(ds)
 	at := func(p float64) float64 { return float64(ds[int(p*float64(len(ds)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(at(0.50), "p50-ms")
-	b.ReportMetric(at(0.99), "p99-ms")
+	return at(0.50), at(0.99)
 }
 
 // ResetPeakRSS resets the kernel's record of the process's peak resident

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"pluginhost/bundle"
+	"pluginhost/internal/fixture"
+	"pluginhost/internal/plugintest"
+	"pluginhost/internal/testenv"
+	"pluginhost/internal/wasmtest"
+	"pluginhost/models"
+)
+
+// BenchmarkInvokeExample measures, on SQLite over HTTP against the real
+// handler, a warm invoke of the example plugin's Go capability
+// (notes.summary, built by pluginhost build, over 10 notes) side by side with
+// a trivial query (viewer), alternating one of each b.N times. The targets
+// are an invoke p50 of at most 3 ms and p99 of at most 8 ms.
+//
+//	go test -run '^$' -bench InvokeExample -benchtime 2000x .
+func BenchmarkInvokeExample(b *testing.B) {
+	tuneRuntime()
+	ctx := context.Background()
+	env := fixture.New(b, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + b.TempDir() + "/bench.db"})
+	token, user, err := env.Auth.CreateToken(ctx, "author", false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	folder, err := bundle.ReadPlugin(plugintest.Example(b, "examples/notes"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pkg, err := bundle.Build(folder.Files, env.Key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	installed, err := env.Life.Install(ctx, user, pkg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	inst := env.Instance(b, user, installed)
+	for i := range 10 {
+		note := fmt.Sprintf(`{"text":%q}`, strings.Repeat(fmt.Sprintf("word%d ", i), 10+i))
+		if _, err := env.Store.Create(ctx, models.Caller{UserID: user.ID}, inst.ID, "notes", fmt.Sprint("note-", i), models.JSON(note)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(env.Server.Handler)
+	defer srv.Close()
+	send := func(query string) error {
+		body, _ := json.Marshal(map[string]any{"query": query})
+		req, _ := http.NewRequest("POST", srv.URL+"/graphql", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Data   json.RawMessage
+			Errors []json.RawMessage
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 || len(out.Errors) > 0 {
+			return fmt.Errorf("status %d, errors %s (%v)", resp.StatusCode, out.Errors, err)
+		}
+		return nil
+	}
+	invoke := fmt.Sprintf(`mutation{invoke(instanceId:%q,capability:"notes.summary",arguments:{limit:3}){summary}}`, inst.ID)
+	trivial := `{viewer{id}}`
+	for range 20 { // warm: connections, the reactor's instance
+		if err := send(invoke); err != nil {
+			b.Fatal(err)
+		}
+		send(trivial)
+	}
+	invokes := make([]time.Duration, 0, b.N)
+	queries := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	cpu := wasmtest.CPUTime()
+	for range b.N {
+		begun := time.Now()
+		if err := send(invoke); err != nil {
+			b.Fatal(err)
+		}
+		invokes = append(invokes, time.Since(begun))
+		begun = time.Now()
+		if err := send(trivial); err != nil {
+			b.Fatal(err)
+		}
+		queries = append(queries, time.Since(begun))
+	}
+	b.StopTimer()
+	wasmtest.ReportCPU(b, cpu)
+	for name, ds := range map[string][]time.Duration{"invoke": invokes, "query": queries} {
+		p50, p99 := wasmtest.Percentiles(ds)
+		b.ReportMetric(p50, name+"-p50-ms")
+		b.ReportMetric(p99, name+"-p99-ms")
+	}
+}
