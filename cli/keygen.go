@@ -51,7 +51,7 @@ func packageCmd() Command {
 				m, report := validator.CheckPlugin(files)
 				report.LeftOut = folder.LeftOut
 				if !report.Valid {
-					writeReport(io.Stdout, report)
+					report.WriteText(io.Stdout)
 					return fmt.Errorf("%s is not a valid plugin (%d errors); nothing was packaged", *dir, len(report.Errors))
 				}
 				key, err := bundle.LoadPrivateKey(*keyPath)
@@ -68,7 +68,7 @@ func packageCmd() Command {
 				fmt.Fprintf(io.Stdout, "packaged %s %s (%d files, %d bytes) signed by key %s into %s\n",
 					m.ID, m.Version, len(files), len(pkg), bundle.KeyID(key.Public().(ed25519.PublicKey)), *out)
 				if len(folder.LeftOut) > 0 {
-					fmt.Fprintf(io.Stdout, "left out (%d files the manifest does not name): %s\n", len(folder.LeftOut), listSome(folder.LeftOut, 8))
+					fmt.Fprintf(io.Stdout, "left out (%d files the manifest does not name): %s\n", len(folder.LeftOut), validator.ListSome(folder.LeftOut, 8))
 				}
 				return nil
 			}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +40,7 @@ func validate() Command {
 					enc.SetEscapeHTML(false)
 					enc.Encode(report)
 				} else {
-					writeReport(out.Stdout, report)
+					report.WriteText(out.Stdout)
 				}
 				if !report.Valid {
 					return Exit(1)
@@ -115,45 +114,6 @@ func isManifest(path string, data []byte) bool {
 	return schema && !ui
 }
 
-func writeReport(w io.Writer, r *validator.Report) {
-	for _, p := range r.Errors {
-		fmt.Fprintf(w, "error   %s%s [%s] %s\n", fileOf(p.File), pointer(p.Path), p.Code, p.Message)
-	}
-	for _, p := range r.Warnings {
-		fmt.Fprintf(w, "warning %s%s [%s] %s\n", fileOf(p.File), pointer(p.Path), p.Code, p.Message)
-	}
-	if len(r.LeftOut) > 0 {
-		fmt.Fprintf(w, "left out of the package (%d files the manifest does not name): %s\n", len(r.LeftOut), listSome(r.LeftOut, 8))
-	}
-	if r.Valid {
-		fmt.Fprintf(w, "valid (%d warnings)\n", len(r.Warnings))
-	} else {
-		fmt.Fprintf(w, "invalid: %d errors, %d warnings\n", len(r.Errors), len(r.Warnings))
-	}
-}
-
-// listSome lists at most n names, and how many more there are.
-func listSome(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
-}
-
-func fileOf(f string) string {
-	if f == "" {
-		return ""
-	}
-	return f + " "
-}
-
-func pointer(p string) string {
-	if p == "" {
-		return "/"
-	}
-	return p
-}
-
 func previewCmd() Command {
 	return Command{
 		Name:    "preview",
@@ -180,7 +140,7 @@ func previewCmd() Command {
 				var fe *preview.FixturesError
 				switch {
 				case errors.Is(err, preview.ErrInvalid):
-					writeReport(out.Stdout, report)
+					report.WriteText(out.Stdout)
 					fmt.Fprintf(out.Stderr, "pluginhost preview: %v\n", err)
 					return Exit(1)
 				case errors.As(err, &fe):

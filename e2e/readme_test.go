@@ -37,6 +37,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 			"server listening at http://127.0.0.1:",
 			"TOKEN is set",
 			"the live dashboard, while the server runs: http://alice:ph_",
+			"built notes.summary from src/summary into capabilities/summary.wasm",
+			"built notes.archive from src/archive into capabilities/archive.wasm",
 			"packaged com.example.notes 1.0.0",
 			`"pluginId":"com.example.notes"`,
 			`"createInstance":{"id":"inst_`,

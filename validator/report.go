@@ -8,6 +8,7 @@ package validator
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -179,4 +180,45 @@ func position(p string, order map[string]int) int {
 		}
 		p = p[:i]
 	}
+}
+
+// WriteText writes the report for a person: one line per problem, with its
+// file and JSON Pointer, the files left out, and the verdict.
+func (r *Report) WriteText(w io.Writer) {
+	for _, p := range r.Errors {
+		fmt.Fprintf(w, "error   %s%s [%s] %s\n", fileOf(p.File), pointer(p.Path), p.Code, p.Message)
+	}
+	for _, p := range r.Warnings {
+		fmt.Fprintf(w, "warning %s%s [%s] %s\n", fileOf(p.File), pointer(p.Path), p.Code, p.Message)
+	}
+	if len(r.LeftOut) > 0 {
+		fmt.Fprintf(w, "left out of the package (%d files the manifest does not name): %s\n", len(r.LeftOut), ListSome(r.LeftOut, 8))
+	}
+	if r.Valid {
+		fmt.Fprintf(w, "valid (%d warnings)\n", len(r.Warnings))
+	} else {
+		fmt.Fprintf(w, "invalid: %d errors, %d warnings\n", len(r.Errors), len(r.Warnings))
+	}
+}
+
+// ListSome lists at most n names, and how many more there are.
+func ListSome(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+func fileOf(f string) string {
+	if f == "" {
+		return ""
+	}
+	return f + " "
+}
+
+func pointer(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
 }

@@ -1,0 +1,380 @@
+// Package devloop is the plugin author's loop (pluginhost dev): it watches a
+// plugin folder and, on every change, builds its capabilities, validates it,
+// signs it with a development key and installs or updates it on a running
+// server, which reloads the web host pages that show it. A change that does
+// not build or validate leaves the last good version running.
+package devloop
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"pluginhost/bundle"
+	"pluginhost/models"
+	"pluginhost/pluginbuild"
+	"pluginhost/sandbox"
+	"pluginhost/validator"
+)
+
+// StateDir is the folder of a plugin folder where the loop keeps its
+// development key; packages leave it out, as every dot folder.
+const StateDir = ".pluginhost"
+
+// Loop is the author's loop over one plugin folder.
+type Loop struct {
+	Dir    string // the plugin folder
+	Server string // the server's base URL, such as http://127.0.0.1:8080
+	Token  string // the author's bearer token on it
+	// Key signs the packages; nil makes (once) and uses the development key
+	// in Dir/.pluginhost/dev.key.
+	Key      ed25519.PrivateKey
+	Engine   *sandbox.Engine // builds (pre-initializes) the modules
+	Interval time.Duration   // how often the folder is looked at
+	Out      io.Writer       // what the author reads
+	Client   *http.Client
+
+	seen        string // the fingerprint of the folder last tried
+	good        string // the version running on the server
+	instance    string
+	lastFailure string
+}
+
+// Run tries the folder now, then again after every change, until ctx ends.
+// It returns nil when ctx ends; only a loop that cannot start (no key, no
+// server) returns an error.
+func (l *Loop) Run(ctx context.Context) error {
+	if err := l.start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(l.Out, "watching %s (every %v); stop with Ctrl-C\n", l.Dir, l.Interval)
+	for {
+		fp, err := l.fingerprint()
+		if err == nil && fp != l.seen {
+			// A change is tried once the folder stays still for one interval:
+			// an editor's save is often several writes.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(l.Interval):
+			}
+			if again, err := l.fingerprint(); err != nil || again != fp {
+				continue
+			}
+			l.seen = fp
+			l.try(ctx)
+		} else if err != nil && err.Error() != l.lastFailure {
+			l.lastFailure = err.Error()
+			fmt.Fprintf(l.Out, "cannot read %s: %v\n", l.Dir, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(l.Interval):
+		}
+	}
+}
+
+// Once tries the folder once: it returns the error that kept it from the
+// server, or nil when the server runs it.
+func (l *Loop) Once(ctx context.Context) error {
+	if err := l.start(ctx); err != nil {
+		return err
+	}
+	return l.try(ctx)
+}
+
+// start loads or makes the key and makes sure the server trusts it.
+func (l *Loop) start(ctx context.Context) error {
+	if l.Client == nil {
+		l.Client = &http.Client{Timeout: 2 * time.Minute}
+	}
+	if l.Out == nil {
+		l.Out = io.Discard
+	}
+	if l.Interval <= 0 {
+		l.Interval = 500 * time.Millisecond
+	}
+	l.Server = strings.TrimRight(l.Server, "/")
+	if l.Key != nil {
+		return nil
+	}
+	prefix := filepath.Join(l.Dir, StateDir, "dev")
+	key, err := bundle.LoadPrivateKey(prefix + ".key")
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(prefix), 0o700); err != nil {
+			return err
+		}
+		if _, err := bundle.GenerateKey(prefix); err != nil {
+			return err
+		}
+		fmt.Fprintf(l.Out, "made the development key %s.key: it signs only what this loop installs\n", prefix)
+		key, err = bundle.LoadPrivateKey(prefix + ".key")
+	}
+	if err != nil {
+		return err
+	}
+	l.Key = key
+	pub := bundle.FormatPublicKey(key.Public().(ed25519.PublicKey))
+	var out struct{ TrustPublisherKey string }
+	err = l.graphql(ctx, `mutation($k:String!){trustPublisherKey(publicKey:$k)}`, map[string]any{"k": pub}, &out)
+	switch {
+	case err == nil:
+		fmt.Fprintf(l.Out, "the server trusts the development key %s\n", out.TrustPublisherKey)
+	case models.ErrorCode(err) == models.ErrPermissionDenied || strings.Contains(err.Error(), "admin"):
+		// A server may trust it already (its --trusted-keys folder); if not,
+		// the install says so.
+		fmt.Fprintf(l.Out, "this token cannot make the server trust the development key (admins only): "+
+			"if installs are refused as signed by an untrusted key, add %s.pub to the server's --trusted-keys folder\n", prefix)
+	default:
+		return fmt.Errorf("the server at %s: %w", l.Server, err)
+	}
+	return nil
+}
+
+// try builds, validates, signs and installs the folder; a failure is shown
+// and leaves the last good version running.
+func (l *Loop) try(ctx context.Context) error {
+	begun := time.Now()
+	fmt.Fprintf(l.Out, "\n%s  change seen: building %s\n", begun.Format("15:04:05"), l.Dir)
+	err := l.deliver(ctx)
+	if err != nil {
+		kept := "nothing of it is installed yet"
+		if l.good != "" {
+			kept = "the server keeps running " + l.good
+		}
+		fmt.Fprintf(l.Out, "NOT UPDATED: %v\n(%s; fix the folder and save again)\n", err, kept)
+		return err
+	}
+	fmt.Fprintf(l.Out, "done in %v\n", time.Since(begun).Round(time.Millisecond))
+	return nil
+}
+
+func (l *Loop) deliver(ctx context.Context) error {
+	if _, err := pluginbuild.Build(ctx, l.Dir, l.Engine, l.Out); err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	folder, err := bundle.ReadPlugin(l.Dir)
+	if err != nil {
+		return err
+	}
+	m, report := validator.CheckPlugin(folder.Files)
+	if !report.Valid || len(report.Warnings) > 0 {
+		report.WriteText(l.Out)
+	}
+	if !report.Valid {
+		return fmt.Errorf("%s is not a valid plugin (%d errors above, each with its file and JSON Pointer)", l.Dir, len(report.Errors))
+	}
+	installed, err := l.installation(ctx, m.ID)
+	if err != nil {
+		return err
+	}
+	version, err := devVersion(m.Version, installed)
+	if err != nil {
+		return err
+	}
+	if err := setVersion(folder.Files, version); err != nil {
+		return err
+	}
+	pkg, err := bundle.Build(folder.Files, l.Key)
+	if err != nil {
+		return err
+	}
+	var res struct {
+		Installation struct {
+			ID         string
+			Version    string
+			Generation int
+			Instances  []struct{ ID string }
+		}
+	}
+	fields := `{id version generation instances{id}}`
+	vars := map[string]any{"p": base64.StdEncoding.EncodeToString(pkg)}
+	if installed == nil {
+		err = l.graphql(ctx, `mutation($p:String!){installation:installPlugin(package:$p)`+fields+`}`, vars, &res)
+	} else {
+		vars["i"] = installed.ID
+		err = l.graphql(ctx, `mutation($i:ID!,$p:String!){installation:updatePlugin(installationId:$i,package:$p)`+fields+`}`, vars, &res)
+	}
+	if err != nil {
+		return fmt.Errorf("the server refused %s %s: %w", m.ID, version, err)
+	}
+	in := res.Installation
+	l.good = m.ID + " " + in.Version
+	verb := "updated"
+	if installed == nil {
+		verb = "installed"
+	}
+	fmt.Fprintf(l.Out, "%s %s %s (generation %d); open pages reload it\n", verb, m.ID, in.Version, in.Generation)
+	if len(in.Instances) == 0 {
+		var inst struct{ CreateInstance struct{ ID string } }
+		if err := l.graphql(ctx, `mutation($i:ID!){createInstance(installationId:$i,name:"Development"){id}}`, map[string]any{"i": in.ID}, &inst); err != nil {
+			return fmt.Errorf("create an Instance: %w", err)
+		}
+		l.instance = inst.CreateInstance.ID
+	} else if l.instance == "" {
+		l.instance = in.Instances[0].ID
+	}
+	for _, e := range m.Extensions {
+		if e.Point == "screen" {
+			fmt.Fprintf(l.Out, "its screen: %s/app/%s/%s\n", l.Server, l.instance, e.ID)
+			break
+		}
+	}
+	return nil
+}
+
+// installed is the user's Installation of the plugin.
+type installed struct {
+	ID, Version, PublisherKeyID string
+}
+
+func (l *Loop) installation(ctx context.Context, pluginID string) (*installed, error) {
+	var out struct{ Installations []struct{ installed; PluginID string } }
+	if err := l.graphql(ctx, `{installations{id pluginId version publisherKeyId}}`, nil, &out); err != nil {
+		return nil, fmt.Errorf("the server at %s: %w", l.Server, err)
+	}
+	for _, in := range out.Installations {
+		if in.PluginID != pluginID {
+			continue
+		}
+		if id := bundle.KeyID(l.Key.Public().(ed25519.PublicKey)); in.PublisherKeyID != id {
+			return nil, fmt.Errorf("%s is installed signed by key %s, not by the development key %s: an update keeps its publisher, "+
+				"so uninstall it first (uninstallPlugin; with data_policy retain its data stays), or sign with that key (--key)",
+				pluginID, in.PublisherKeyID, id)
+		}
+		i := in.installed
+		return &i, nil
+	}
+	return nil, nil
+}
+
+// devVersion is the version of the next development package of a manifest
+// version: VERSION-dev.N (VERSION.dev.N when it has a pre-release already),
+// N one more than the installed one's, so that every update raises it.
+func devVersion(version string, in *installed) (string, error) {
+	base := version + "-dev."
+	if strings.Contains(version, "-") {
+		base = version + ".dev."
+	}
+	n := 1
+	if in != nil {
+		if rest, ok := strings.CutPrefix(in.Version, base); ok {
+			if k, err := strconv.Atoi(rest); err == nil {
+				n = k + 1
+			}
+		}
+	}
+	next := base + strconv.Itoa(n)
+	if in != nil && models.CompareVersions(next, in.Version) <= 0 {
+		return "", fmt.Errorf("the installed version %s is newer than the manifest's %s: raise the manifest's version", in.Version, version)
+	}
+	return next, nil
+}
+
+// setVersion rewrites the manifest's version, keeping the rest as it is.
+func setVersion(files map[string][]byte, version string) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(files[validator.ManifestFile], &m); err != nil {
+		return err
+	}
+	m["version"], _ = json.Marshal(version)
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	files[validator.ManifestFile] = b
+	return nil
+}
+
+// fingerprint sums the names, sizes and times of the folder's files, but for
+// dot folders and the modules the build writes.
+func (l *Loop) fingerprint() (string, error) {
+	built := map[string]bool{}
+	if raw, err := os.ReadFile(filepath.Join(l.Dir, validator.ManifestFile)); err == nil {
+		var m models.Manifest
+		if json.Unmarshal(raw, &m) == nil {
+			for _, c := range m.Capabilities {
+				if c.Source != "" && c.Module != "" {
+					built[filepath.Clean(filepath.FromSlash(c.Module))] = true
+				}
+			}
+		}
+	}
+	h := sha256.New()
+	err := filepath.WalkDir(l.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(l.Dir, p)
+		if rel != "." && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || built[rel] {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00%d\n", rel, info.Size(), info.ModTime().UnixNano())
+		return nil
+	})
+	return string(h.Sum(nil)), err
+}
+
+// graphql posts one operation and decodes its data into out; an error of
+// the answer is returned with its code.
+func (l *Loop) graphql(ctx context.Context, query string, vars map[string]any, out any) error {
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.Server+"/graphql", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+l.Token)
+	resp, err := l.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Data   json.RawMessage
+		Errors []struct {
+			Message    string
+			Extensions struct {
+				Code     string
+				Problems []models.Problem
+			}
+		}
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&answer); err != nil {
+		return fmt.Errorf("HTTP %d, not a GraphQL answer: %v", resp.StatusCode, err)
+	}
+	if len(answer.Errors) > 0 {
+		e := answer.Errors[0]
+		var b strings.Builder
+		b.WriteString(e.Message)
+		for _, p := range e.Extensions.Problems {
+			fmt.Fprintf(&b, "\n  %s %s [%s] %s", p.File, p.Path, p.Code, p.Message)
+		}
+		return models.Errorf(models.Code(e.Extensions.Code), "%s", b.String())
+	}
+	return json.Unmarshal(answer.Data, out)
+}

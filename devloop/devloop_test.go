@@ -1,0 +1,209 @@
+package devloop_test
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"pluginhost/capability"
+	"pluginhost/devloop"
+	"pluginhost/internal/fixture"
+	"pluginhost/internal/testenv"
+	"pluginhost/models"
+	"pluginhost/sandbox"
+)
+
+// syncBuffer is the loop's output, read while it writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type world struct {
+	env   *fixture.Env
+	url   string
+	admin string // an admin's token
+	user  *models.User
+}
+
+func newWorld(t *testing.T) *world {
+	env := fixture.New(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/dev.db"})
+	srv := httptest.NewServer(env.Server.Handler)
+	t.Cleanup(srv.Close)
+	token, user, err := env.Auth.CreateToken(context.Background(), "author", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{env: env, url: srv.URL, admin: token, user: user}
+}
+
+// copyExample copies examples/notes out of the repository, without its
+// built modules.
+func copyExample(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "notes")
+	if err := os.CopyFS(dir, os.DirFS("../examples/notes")); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(dir, "capabilities"))
+	return dir
+}
+
+func newEngine(t *testing.T) *sandbox.Engine {
+	e, err := sandbox.New(context.Background(), t.TempDir(), sandbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(context.Background()) })
+	return e
+}
+
+// waitFor waits until the output holds want after the offset from, and
+// returns the offset past it.
+func waitFor(t *testing.T, out *syncBuffer, from int, want string) int {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		s := out.String()
+		if i := strings.Index(s[from:], want); i >= 0 {
+			return from + i + len(want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the loop never printed %q; it printed:\n%s", want, out.String()[from:])
+	return 0
+}
+
+// edit rewrites a file of the folder with old replaced by new, with a later
+// modification time than any before.
+func edit(t *testing.T, file, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(old)) {
+		t.Fatalf("%s does not hold %q", file, old)
+	}
+	if err := os.WriteFile(file, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// summary invokes notes.summary on the development Instance.
+func (w *world) summary(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	installs, err := w.env.Life.Installations(ctx, w.user)
+	if err != nil || len(installs) != 1 {
+		t.Fatalf("installations: %+v %v", installs, err)
+	}
+	instances, err := w.env.Life.Instances(ctx, installs[0].ID)
+	if err != nil || len(instances) != 1 {
+		t.Fatalf("instances: %+v %v", instances, err)
+	}
+	res, err := w.env.Runs.Run(ctx, capability.Call{Caller: models.Caller{UserID: w.user.ID}, InstanceID: instances[0].ID,
+		Capability: "notes.summary", Arguments: models.JSON(`{}`), Trigger: sandbox.TriggerInvoke})
+	if err != nil {
+		t.Fatalf("invoke notes.summary: %v", err)
+	}
+	return res.Summary
+}
+
+// The author's loop: the folder is built, validated, signed with a
+// development key the server is asked to trust, and installed with an
+// Instance; a change that breaks the build or the validation is shown with
+// its cause (a config's JSON Pointer) and the last good version keeps
+// running; a good change updates the plugin, as a higher dev version and a
+// new generation.
+func TestLoop(t *testing.T) {
+	w := newWorld(t)
+	dir := copyExample(t)
+	out := &syncBuffer{}
+	l := &devloop.Loop{Dir: dir, Server: w.url, Token: w.admin, Engine: newEngine(t), Interval: 50 * time.Millisecond, Out: out}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the loop ended with %v", err)
+		}
+	}()
+
+	at := waitFor(t, out, 0, "the server trusts the development key")
+	at = waitFor(t, out, at, "installed com.example.notes 1.0.0-dev.1 (generation 1)")
+	at = waitFor(t, out, at, "its screen: "+w.url+"/app/inst_")
+	if _, err := os.Stat(filepath.Join(dir, devloop.StateDir, "dev.key")); err != nil {
+		t.Fatalf("no development key: %v", err)
+	}
+	if got := w.summary(t); got != "0 notes, 0 words" {
+		t.Fatalf("the installed summary says %q", got)
+	}
+
+	// A source that does not compile: the error, and 1.0.0-dev.1 keeps running.
+	src := filepath.Join(dir, "src", "summary", "main.go")
+	edit(t, src, `"%d notes, %d words"`, `"%d notes, %d words", undefinedName`)
+	at = waitFor(t, out, at, "NOT UPDATED: build:")
+	at = waitFor(t, out, at, "the server keeps running com.example.notes 1.0.0-dev.1")
+	if !strings.Contains(out.String(), "undefined: undefinedName") {
+		t.Fatalf("the compiler's message is not shown:\n%s", out.String())
+	}
+	if got := w.summary(t); got != "0 notes, 0 words" {
+		t.Fatalf("after a broken change the summary says %q", got)
+	}
+
+	// A config that breaks a rule: shown with its file and pointer.
+	edit(t, src, `"%d notes, %d words", undefinedName`, `"%d notes and %d words"`)
+	config := filepath.Join(dir, "ui", "main.json")
+	edit(t, config, `"type"`, `"typo"`)
+	at = waitFor(t, out, at, "error   ui/main.json /")
+	at = waitFor(t, out, at, "the server keeps running com.example.notes 1.0.0-dev.1")
+
+	// Fixed: updated, as the next dev version and a new generation.
+	edit(t, config, `"typo"`, `"type"`)
+	at = waitFor(t, out, at, "updated com.example.notes 1.0.0-dev.2 (generation 2)")
+	if got := w.summary(t); got != "0 notes and 0 words" {
+		t.Fatalf("after the update the summary says %q", got)
+	}
+	_ = at
+}
+
+// Without an admin's token the key cannot be trusted: the loop says what to
+// do, and the install is refused as signed by an untrusted key, with the
+// reason shown.
+func TestLoopUntrustedKey(t *testing.T) {
+	w := newWorld(t)
+	token, _, err := w.env.Auth.CreateToken(context.Background(), "author2", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	l := &devloop.Loop{Dir: copyExample(t), Server: w.url, Token: token, Engine: newEngine(t), Out: out}
+	if err := l.Once(context.Background()); err == nil {
+		t.Fatalf("installed with an untrusted key:\n%s", out.String())
+	}
+	for _, want := range []string{"cannot make the server trust the development key (admins only)", "--trusted-keys",
+		"NOT UPDATED: the server refused com.example.notes 1.0.0-dev.1: PACKAGE_REJECTED", "nothing of it is installed yet"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the loop did not say %q:\n%s", want, out.String())
+		}
+	}
+}
