@@ -243,7 +243,12 @@ type installed struct {
 }
 
 func (l *Loop) installation(ctx context.Context, pluginID string) (*installed, error) {
-	var out struct{ Installations []struct{ installed; PluginID string } }
+	var out struct {
+		Installations []struct {
+			installed
+			PluginID string
+		}
+	}
 	if err := l.graphql(ctx, `{installations{id pluginId version publisherKeyId}}`, nil, &out); err != nil {
 		return nil, fmt.Errorf("the server at %s: %w", l.Server, err)
 	}
