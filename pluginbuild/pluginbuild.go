@@ -138,7 +138,7 @@ func moduleFor(dir, tmp string) (string, error) {
 	if err := os.MkdirAll(kitDir, 0o755); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "pluginhost", "go.mod"), []byte("module pluginhost\n\ngo 1.26\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "pluginhost", "go.mod"), []byte("module pluginhost\n\ngo 1.24\n"), 0o644); err != nil {
 		return "", err
 	}
 	entries, err := kit.Source.ReadDir(".")
@@ -158,7 +158,7 @@ func moduleFor(dir, tmp string) (string, error) {
 	if err := os.CopyFS(src, os.DirFS(dir)); err != nil {
 		return "", fmt.Errorf("copy %s: %w", dir, err)
 	}
-	gomod := "module capability\n\ngo 1.26\n\nrequire pluginhost v0.0.0\n\nreplace pluginhost => ../pluginhost\n"
+	gomod := "module capability\n\ngo 1.24\n\nrequire pluginhost v0.0.0\n\nreplace pluginhost => ../pluginhost\n"
 	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte(gomod), 0o644); err != nil {
 		return "", err
 	}
