@@ -1,98 +1,29 @@
 package imageproxy
 
 import (
-	"fmt"
+	"errors"
 	"net/netip"
 	"syscall"
+
+	"pluginhost/egress"
 )
 
-// deniedRanges lists every address range the proxy never connects to. Only
-// public unicast remains: the rows are the special-purpose ranges of the IANA
-// IPv4 and IPv6 registries (RFC 6890 and successors) that issue 7 names, plus
-// a few neighbours that are equally never an image host. IPv6 is additionally
-// limited to global unicast 2000::/3 (see globalUnicast6), so a range missing
-// here outside 2000::/3 is still refused.
-//
-// The table is data, tested row by row in addr_test.go. Order matters only
-// for the name reported: the first matching row names the range.
-var deniedRanges = []struct {
-	prefix netip.Prefix
-	name   string
-}{
-	// IPv4.
-	{netip.MustParsePrefix("0.0.0.0/8"), "this network (0.0.0.0/8)"},
-	{netip.MustParsePrefix("10.0.0.0/8"), "private (10.0.0.0/8)"},
-	{netip.MustParsePrefix("100.64.0.0/10"), "shared CGNAT space (100.64.0.0/10)"},
-	{netip.MustParsePrefix("127.0.0.0/8"), "loopback (127.0.0.0/8)"},
-	{netip.MustParsePrefix("169.254.0.0/16"), "link-local, cloud metadata (169.254.0.0/16)"},
-	{netip.MustParsePrefix("172.16.0.0/12"), "private (172.16.0.0/12)"},
-	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments (192.0.0.0/24)"},
-	{netip.MustParsePrefix("192.0.2.0/24"), "documentation TEST-NET-1 (192.0.2.0/24)"},
-	{netip.MustParsePrefix("192.88.99.0/24"), "deprecated 6to4 relay anycast (192.88.99.0/24)"},
-	{netip.MustParsePrefix("192.168.0.0/16"), "private (192.168.0.0/16)"},
-	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking (198.18.0.0/15)"},
-	{netip.MustParsePrefix("198.51.100.0/24"), "documentation TEST-NET-2 (198.51.100.0/24)"},
-	{netip.MustParsePrefix("203.0.113.0/24"), "documentation TEST-NET-3 (203.0.113.0/24)"},
-	{netip.MustParsePrefix("224.0.0.0/4"), "multicast (224.0.0.0/4)"},
-	{netip.MustParsePrefix("255.255.255.255/32"), "limited broadcast (255.255.255.255)"},
-	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (240.0.0.0/4)"},
+// deniedRange reports whether a is outside public unicast, and names its
+// range (egress.Denied).
+func deniedRange(a netip.Addr) (name string, denied bool) { return egress.Denied(a) }
 
-	// IPv6.
-	{netip.MustParsePrefix("::/128"), "unspecified (::)"},
-	{netip.MustParsePrefix("::1/128"), "loopback (::1)"},
-	{netip.MustParsePrefix("::ffff:0:0/96"), "IPv4-mapped (::ffff:0:0/96)"},
-	{netip.MustParsePrefix("::/96"), "IPv4-compatible (::/96)"},
-	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64 (64:ff9b::/96)"},
-	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 (64:ff9b:1::/48)"},
-	{netip.MustParsePrefix("100::/64"), "discard-only (100::/64)"},
-	{netip.MustParsePrefix("2001::/32"), "Teredo (2001::/32)"},
-	{netip.MustParsePrefix("2001::/23"), "IETF protocol assignments (2001::/23)"},
-	{netip.MustParsePrefix("2001:db8::/32"), "documentation (2001:db8::/32)"},
-	{netip.MustParsePrefix("2002::/16"), "6to4 (2002::/16)"},
-	{netip.MustParsePrefix("3fff::/20"), "documentation (3fff::/20)"},
-	{netip.MustParsePrefix("fc00::/7"), "unique local (fc00::/7)"},
-	{netip.MustParsePrefix("fe80::/10"), "link-local (fe80::/10)"},
-	{netip.MustParsePrefix("fec0::/10"), "site-local (fec0::/10)"},
-	{netip.MustParsePrefix("ff00::/8"), "multicast (ff00::/8)"},
+// dialControl is the dial-time address check of the default policy (public
+// unicast only), as a Rejection.
+func dialControl(network, address string, c syscall.RawConn) error {
+	return asRejection((*egress.Policy)(nil).Control(network, address, c))
 }
 
-// globalUnicast6 is the only IPv6 block handed out for public unicast.
-var globalUnicast6 = netip.MustParsePrefix("2000::/3")
-
-// deniedRange reports whether a is outside public unicast, and names its range.
-// An IPv4-mapped IPv6 address is refused as such, whatever it embeds: the proxy
-// has no reason to be handed one.
-func deniedRange(a netip.Addr) (name string, denied bool) {
-	if !a.IsValid() {
-		return "invalid address", true
+// asRejection turns an egress refusal into the proxy's Rejection, with the
+// same reason; other errors pass unchanged.
+func asRejection(err error) error {
+	var e *egress.Error
+	if errors.As(err, &e) {
+		return &Rejection{Reason: e.Reason, Detail: e.Detail, Host: e.Host}
 	}
-	// A zone (fe80::1%eth0) would make Prefix.Contains report false.
-	a = a.WithZone("")
-	for _, r := range deniedRanges {
-		if r.prefix.Contains(a) {
-			return r.name, true
-		}
-	}
-	if a.Is6() && !globalUnicast6.Contains(a) {
-		return "outside IPv6 global unicast (2000::/3)", true
-	}
-	return "", false
-}
-
-// dialControl is the net.Dialer Control of every connection the proxy makes:
-// the authoritative address check. It runs after name resolution, on the
-// address the socket is about to connect to, so a DNS answer that changed
-// since the early check (rebinding) cannot reach a denied address.
-func dialControl(network, address string, _ syscall.RawConn) error {
-	if network != "tcp4" && network != "tcp6" {
-		return &Rejection{Reason: ReasonBlockedAddress, Detail: fmt.Sprintf("dial-time check: network %q", network)}
-	}
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return &Rejection{Reason: ReasonBlockedAddress, Detail: fmt.Sprintf("dial-time check: address %q: %v", address, err)}
-	}
-	if name, denied := deniedRange(ap.Addr()); denied {
-		return &Rejection{Reason: ReasonBlockedAddress, Detail: fmt.Sprintf("dial-time check: %s is %s", ap.Addr(), name)}
-	}
-	return nil
+	return err
 }

@@ -17,12 +17,12 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"pluginhost/egress"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/image/webp"
-	"golang.org/x/net/idna"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -90,6 +90,10 @@ type Fetcher struct {
 	// RootCAs verifies the upstream's certificate; nil means the system roots.
 	RootCAs *x509.CertPool
 
+	// Policy says which addresses may be reached; nil means public unicast
+	// only (the operator may open ranges: --egress-allow-private).
+	Policy *egress.Policy
+
 	// Connect replaces the last step of a dial, for tests. It receives the
 	// dialer whose Control makes the authoritative address check, the network
 	// ("tcp4" or "tcp6") and the address the resolver step chose. nil, which
@@ -100,6 +104,7 @@ type Fetcher struct {
 
 	once      sync.Once
 	client    *http.Client
+	dialer    *egress.Dialer
 	decodeMem *semaphore.Weighted
 }
 
@@ -158,14 +163,8 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Image, error) {
 	fail := func(err error) (*Image, error) { return nil, t.failure(parent, err) }
 
 	// 2. The addresses, early: a denied address fails here without a dial.
-	addrs, err := f.lookup(ctx, t)
-	if err != nil {
-		return fail(err)
-	}
-	for _, a := range addrs {
-		if name, denied := deniedRange(a); denied {
-			return fail(reject(ReasonBlockedAddress, "%s is %s", a, name))
-		}
+	if err := f.dialer.CheckHost(ctx, t.host); err != nil {
+		return fail(asRejection(err))
 	}
 
 	// 3. The request.
@@ -250,6 +249,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Image, error) {
 
 func (f *Fetcher) init() {
 	f.decodeMem = semaphore.NewWeighted(or(f.MaxDecodeMemory, DefaultMaxDecodeMemory))
+	f.dialer = &egress.Dialer{Policy: f.Policy, Resolver: f.Resolver, ConnectTimeout: or(f.ConnectTimeout, DefaultConnectTimeout), Connect: f.Connect}
 	// HTTP/1.1 only: with its own dialer and TLS config, a Transport does
 	// not attempt HTTP/2, which keeps one request per connection.
 	f.client = &http.Client{
@@ -278,113 +278,17 @@ type target struct {
 	ip   netip.Addr // the IP literal, if the host is one
 }
 
-var idnaProfile = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.VerifyDNSLength(true))
-
-// parseTarget applies the URL rules: absolute https, port 443 only, no
-// userinfo, a host that is an IPv6 literal, a dotted-quad IPv4 literal or a
-// name valid after IDNA mapping (UTS #46, lookup profile). Numeric hosts in
-// any other form (2130706433, 0x7f000001, 0177.0.0.1, 127.1) are refused as
-// invalid rather than interpreted, since clients disagree on their meaning.
-// One trailing dot of a name is dropped.
+// parseTarget applies the URL rules of egress.ParseURL, and the proxy's own:
+// port 443 only.
 func parseTarget(raw string) (*target, *Rejection) {
-	if raw == "" || len(raw) > maxURLLength {
-		return nil, reject(ReasonInvalidURL, "URL is empty or longer than %d bytes", maxURLLength)
+	t, e := egress.ParseURL(raw)
+	if e != nil {
+		return nil, &Rejection{Reason: e.Reason, Detail: e.Detail, Host: e.Host}
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // without the URL itself, which may carry a query
-		}
-		return nil, reject(ReasonInvalidURL, "%v", err)
+	if t.Port != 443 {
+		return nil, &Rejection{Reason: ReasonInvalidURL, Detail: fmt.Sprintf("port %d; only 443", t.Port), Host: t.Host}
 	}
-	switch {
-	case u.Scheme == "":
-		return nil, reject(ReasonInvalidURL, "not an absolute URL")
-	case u.Scheme != "https":
-		return nil, &Rejection{Reason: ReasonNotHTTPS, Detail: fmt.Sprintf("scheme %q", u.Scheme), Host: u.Hostname()}
-	case u.Opaque != "":
-		return nil, reject(ReasonInvalidURL, "opaque URL")
-	}
-	host := u.Hostname()
-	bad := func(format string, args ...any) (*target, *Rejection) {
-		r := reject(ReasonInvalidURL, format, args...)
-		r.Host = host
-		return nil, r
-	}
-	switch {
-	case u.User != nil:
-		return bad("userinfo in URL")
-	case host == "":
-		return bad("no host")
-	case u.Port() != "" && u.Port() != "443", strings.HasSuffix(u.Host, ":"):
-		return bad("port %q; only 443", u.Port())
-	}
-
-	t := &target{}
-	if strings.HasPrefix(u.Host, "[") { // an IP literal, which must be IPv6
-		a, err := netip.ParseAddr(host)
-		if err != nil || !a.Is6() || a.Zone() != "" {
-			return bad("IPv6 literal %q", host)
-		}
-		t.ip, t.host = a, a.String()
-	} else {
-		name := strings.TrimSuffix(host, ".")
-		if name == "" {
-			return bad("empty host name")
-		}
-		ascii, err := idnaProfile.ToASCII(name)
-		if err != nil {
-			return bad("host name: %v", err)
-		}
-		if a, err := netip.ParseAddr(ascii); err == nil && a.Is4() {
-			t.ip, t.host = a, a.String()
-		} else if numericHost(ascii) {
-			return bad("numeric host %q is not a dotted-quad IPv4 address", ascii)
-		} else if !dnsName(ascii) {
-			return bad("host %q is not a DNS name", ascii)
-		} else {
-			t.host = ascii
-		}
-	}
-	hostport := t.host
-	if t.ip.Is6() {
-		hostport = "[" + t.host + "]"
-	}
-	t.url = &url.URL{Scheme: "https", Host: hostport, Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}
-	return t, nil
-}
-
-// dnsName reports whether host is a DNS name of letters, digits and
-// hyphens: labels of 1 to 63 characters, not starting or ending with a
-// hyphen, 253 characters in all. The IDNA profile checks most of it; this
-// also refuses empty labels, such as a second trailing dot.
-func dnsName(host string) bool {
-	if len(host) > 253 {
-		return false
-	}
-	for label := range strings.SplitSeq(host, ".") {
-		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for _, c := range []byte(label) {
-			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// numericHost reports whether the last label of a host name is a number
-// (decimal, or hex with 0x): such a host is an IPv4 address in some
-// notation (WHATWG URL, inet_aton), never a DNS name.
-func numericHost(host string) bool {
-	last := host[strings.LastIndexByte(host, '.')+1:]
-	if h, ok := strings.CutPrefix(last, "0x"); ok {
-		return strings.Trim(h, "0123456789abcdef") == ""
-	}
-	return last != "" && strings.Trim(last, "0123456789") == ""
+	return &target{url: t.URL, host: t.Host, ip: t.IP}, nil
 }
 
 // failure gives the error Fetch returns for err: a *Rejection (with the
@@ -418,81 +322,15 @@ func unwrapURLError(err error) error {
 	return err
 }
 
-// lookup returns the addresses of the target: its IP literal, or what the
-// resolver answers. Addresses are unmapped only where the resolver hands over
-// a 4-byte address in 16 bytes (net.IP's habit), so an IPv4-mapped literal
-// stays one and is refused.
-func (f *Fetcher) lookup(ctx context.Context, t *target) ([]netip.Addr, error) {
-	if t.ip.IsValid() {
-		return []netip.Addr{t.ip}, nil
-	}
-	r := f.Resolver
-	if r == nil {
-		r = net.DefaultResolver
-	}
-	answers, err := r.LookupIPAddr(ctx, t.host)
-	if err != nil {
-		return nil, err
-	}
-	addrs := make([]netip.Addr, 0, len(answers))
-	for _, ans := range answers {
-		var a netip.Addr
-		if v4 := ans.IP.To4(); v4 != nil {
-			a = netip.AddrFrom4([4]byte(v4))
-		} else if v6 := ans.IP.To16(); v6 != nil {
-			a = netip.AddrFrom16([16]byte(v6))
-		}
-		if !a.IsValid() {
-			return nil, reject(ReasonBlockedAddress, "%s resolves to an invalid address", t.host)
-		}
-		addrs = append(addrs, a)
-	}
-	if len(addrs) == 0 {
-		return nil, reject(ReasonUpstreamStatus, "%s has no addresses", t.host)
-	}
-	return addrs, nil
-}
-
-// dial is the Transport's DialContext. It resolves the host again and
-// connects to its addresses in turn through a dialer whose Control refuses a
-// denied address on the IP actually dialled; a refusal ends the dial.
-func (f *Fetcher) dial(ctx context.Context, _, address string) (net.Conn, error) {
-	host, port, err := net.SplitHostPort(address)
-	if err != nil || port != "443" {
+// dial is the Transport's DialContext: port 443 only, and the egress
+// dialer, whose Control refuses a denied address on the IP actually dialled.
+func (f *Fetcher) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	f.once.Do(f.init)
+	if _, port, err := net.SplitHostPort(address); err != nil || port != "443" {
 		return nil, reject(ReasonInvalidURL, "dial %q: only port 443", address)
 	}
-	t := &target{host: host}
-	if a, err := netip.ParseAddr(host); err == nil {
-		t.ip = a
-	}
-	addrs, err := f.lookup(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	d := &net.Dialer{Timeout: or(f.ConnectTimeout, DefaultConnectTimeout), Control: dialControl}
-	var lastErr error
-	for _, a := range addrs {
-		network := "tcp4"
-		if a.Is6() && !a.Is4In6() {
-			network = "tcp6"
-		}
-		ap := netip.AddrPortFrom(a, 443)
-		var conn net.Conn
-		if f.Connect != nil {
-			conn, err = f.Connect(ctx, d, network, ap)
-		} else {
-			conn, err = d.DialContext(ctx, network, ap.String())
-		}
-		if err == nil {
-			return conn, nil
-		}
-		var rej *Rejection
-		if errors.As(err, &rej) {
-			return nil, err
-		}
-		lastErr = err
-	}
-	return nil, lastErr
+	conn, err := f.dialer.DialContext(ctx, network, address)
+	return conn, asRejection(err)
 }
 
 // declaredFormat returns the format of the one Content-Type of the response,
