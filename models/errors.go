@@ -57,15 +57,17 @@ type Error struct {
 
 // Reasons of CAPABILITY_FAILED (GraphQL extensions.reason).
 const (
-	ReasonNoModule       = "no_module"        // the capability names no module the host can run
-	ReasonTimeout        = "timeout"          // the run outlived its wall time
-	ReasonMemory         = "memory"           // the module wanted more memory than a run may have
-	ReasonExit           = "exit"             // the module exited with a code other than 0 (or trapped)
-	ReasonBadOutput      = "bad_output"       // standard output is not one ExtensionResult
-	ReasonOutputTooLarge = "output_too_large" // standard output exceeded its limit
-	ReasonOutputSchema   = "output_schema"    // data breaks the capability's output_schema
-	ReasonBusy           = "busy"             // no run slot freed up before the deadline
-	ReasonCrash          = "crash"            // the engine failed while compiling or running the module; the run was contained
+	ReasonNoModule           = "no_module"           // the capability names no module the host can run
+	ReasonTimeout            = "timeout"             // the run outlived its wall time
+	ReasonMemory             = "memory"              // the module wanted more memory than a run may have
+	ReasonExit               = "exit"                // the module exited with a code other than 0 (or trapped)
+	ReasonBadOutput          = "bad_output"          // standard output is not one ExtensionResult
+	ReasonOutputTooLarge     = "output_too_large"    // standard output exceeded its limit
+	ReasonOutputSchema       = "output_schema"       // data breaks the capability's output_schema
+	ReasonBusy               = "busy"                // no run slot freed up before the deadline
+	ReasonNetworkDenied      = "network_denied"      // a fetch the policy refuses: no permission or grant, a host not listed, an address not public, plain http, a forbidden header
+	ReasonConnectionRequired = "connection_required" // a fetch needs a connection the user has not connected
+	ReasonCrash              = "crash"               // the engine failed while compiling or running the module; the run was contained
 )
 
 // CapabilityFailed returns a CAPABILITY_FAILED error with its reason.

@@ -7,6 +7,9 @@ const (
 	PermissionStorage   = "storage"
 	PermissionAIStorage = "ai_storage"
 	PermissionNetwork   = "network"
+	// PermissionNotifications lets tool, skill and background runs notify
+	// the user (data.notifications).
+	PermissionNotifications = "notifications"
 )
 
 // Data policies: what uninstall does with Plugin Local Storage.
@@ -51,6 +54,8 @@ type Manifest struct {
 	Capabilities   []Capability `json:"capabilities,omitempty"`
 	Extensions     []Extension  `json:"extensions,omitempty"`
 	MinHostVersion string       `json:"min_host_version,omitempty"`
+	Network        *Network     `json:"network,omitempty"`
+	Connections    []Connection `json:"connections,omitempty"`
 }
 
 // StorageDecl is the manifest's storage declaration.

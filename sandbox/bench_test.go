@@ -24,7 +24,7 @@ func BenchmarkEchoModuleOnly(b *testing.B) {
 	cpu := wasmtest.CPUTime()
 	for range b.N {
 		begun := time.Now()
-		if _, err := e.exec(context.Background(), m, "u", "i", false, stdin); err != nil {
+		if _, err := e.exec(context.Background(), m, "u", "i", false, time.Time{}, stdin); err != nil {
 			b.Fatal(err)
 		}
 		ds = append(ds, time.Since(begun))

@@ -38,7 +38,7 @@ type Output struct {
 //
 // A failure is a CAPABILITY_FAILED error with its reason; the standard error
 // kept so far is returned with it.
-func (e *Engine) exec(ctx context.Context, m *Module, user, instanceID string, background bool, stdin []byte) (*Output, error) {
+func (e *Engine) exec(ctx context.Context, m *Module, user, instanceID string, background bool, deadline time.Time, stdin []byte) (*Output, error) {
 	l := e.limits
 	// 1. A slot.
 	release, err := e.acquire(ctx, user, instanceID, background)
@@ -54,7 +54,10 @@ func (e *Engine) exec(ctx context.Context, m *Module, user, instanceID string, b
 	}
 	defer e.budget.give(stackReserve(l))
 
-	runCtx, cancel := context.WithTimeout(ctx, l.Timeout)
+	if deadline.IsZero() {
+		deadline = time.Now().Add(l.Timeout)
+	}
+	runCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	stdout := &boundedWriter{max: l.OutputBytes, overflow: cancel}
 	stderr := &boundedWriter{max: l.StderrBytes}

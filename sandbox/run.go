@@ -41,7 +41,44 @@ type Request struct {
 	Instance   Instance        `json:"instance"`
 	// PluginStorage is present only when the manifest requests storage.
 	PluginStorage *PluginStorage `json:"plugin_storage,omitempty"`
+	// Round counts the fetch rounds made so far; Fetched holds the answers
+	// of the last one, by request id. Both are absent on the first run.
+	Round   int                    `json:"round,omitempty"`
+	Fetched map[string]FetchAnswer `json:"fetched,omitempty"`
 }
+
+// Fetch rounds: a module may answer, instead of an ExtensionResult, a list
+// of requests for the host to make; the host runs it again with the answers.
+const (
+	MaxFetchRounds   = 4 // rounds of fetches in one run
+	MaxFetchRequests = 4 // requests in one round
+)
+
+// FetchRequest is one request a module asks the host to make.
+type FetchRequest struct {
+	ID           string            `json:"id"`
+	Method       string            `json:"method"`
+	URL          string            `json:"url"`
+	Headers      map[string]string `json:"headers,omitempty"`
+	Body         string            `json:"body,omitempty"`
+	BodyEncoding string            `json:"body_encoding,omitempty"`
+	Connection   string            `json:"connection,omitempty"`
+}
+
+// FetchAnswer is the answer to one request: the response, or Error when
+// the request could not be made.
+type FetchAnswer struct {
+	Status       int               `json:"status,omitempty"`
+	Headers      map[string]string `json:"headers,omitempty"`
+	Body         string            `json:"body,omitempty"`
+	BodyEncoding string            `json:"body_encoding,omitempty"`
+	Error        string            `json:"error,omitempty"`
+}
+
+// Fetcher makes one round of a run's requests, under the host's policy: it
+// answers each request, or refuses the round with an error that fails the
+// run (network_denied, connection_required). ctx ends at the run's deadline.
+type Fetcher func(ctx context.Context, round int, requests []FetchRequest) (map[string]FetchAnswer, error)
 
 // Instance says which Instance a run is for.
 type Instance struct {
@@ -74,6 +111,8 @@ type Job struct {
 	// User is whose run it is, for the bound on one user's runs at once;
 	// empty for a run of no user (pluginhost run).
 	User string
+	// Fetch makes the run's fetch rounds; nil refuses them (network_denied).
+	Fetch Fetcher
 }
 
 // Result is a run that succeeded: the module's ExtensionResult, checked.
@@ -87,7 +126,8 @@ type Result struct {
 // Report is what every run leaves, whether or not it succeeded.
 type Report struct {
 	Stderr   []byte
-	Duration time.Duration
+	Duration time.Duration // the module's own time, over every round
+	Rounds   int           // fetch rounds made
 }
 
 // Run makes one run of a capability, in this order: check the arguments
@@ -111,27 +151,56 @@ func (e *Engine) Run(ctx context.Context, job Job) (*Result, Report, error) {
 		return nil, rep, models.CapabilityFailed(models.ReasonNoModule, "capability %s has no module to run", capability.ID)
 	}
 
-	// 2. The request, on standard input.
-	stdin, err := json.Marshal(req)
-	if err != nil {
-		return nil, rep, err
-	}
-
-	// 3. The module, in a fresh instance, within the limits.
-	begun := time.Now()
-	out, err := e.exec(ctx, job.Module, job.User, req.Instance.ID, req.Trigger == TriggerSchedule, stdin)
-	rep.Duration = time.Since(begun)
-	if out != nil {
-		rep.Stderr = out.Stderr
-	}
-	if err != nil {
-		return nil, rep, err
-	}
-
-	// 4. One ExtensionResult on standard output.
-	res, err := parseResult(out.Stdout, req.Instance.ID)
-	if err != nil {
-		return nil, rep, err
+	// 2. The module, in a fresh state, within the limits: it reads the
+	// request on standard input and answers an ExtensionResult, or asks for a
+	// round of fetches and is run again with the answers. The wall time
+	// covers every round and every fetch.
+	deadline := time.Now().Add(e.limits.Timeout)
+	var res *Result
+	for {
+		stdin, err := json.Marshal(req)
+		if err != nil {
+			return nil, rep, err
+		}
+		begun := time.Now()
+		out, err := e.exec(ctx, job.Module, job.User, req.Instance.ID, req.Trigger == TriggerSchedule, deadline, stdin)
+		rep.Duration += time.Since(begun)
+		if out != nil {
+			rep.Stderr = out.Stderr
+		}
+		if err != nil {
+			return nil, rep, err
+		}
+		fetches, err := parseFetch(out.Stdout)
+		if err != nil {
+			return nil, rep, err
+		}
+		if fetches == nil {
+			// 4. One ExtensionResult on standard output.
+			if res, err = parseResult(out.Stdout, req.Instance.ID); err != nil {
+				return nil, rep, err
+			}
+			break
+		}
+		if req.Round == MaxFetchRounds {
+			return nil, rep, models.CapabilityFailed(models.ReasonBadOutput, "the module asked for a fetch round after round %d; a run makes at most %d rounds, and the answer after the last must be an ExtensionResult", req.Round, MaxFetchRounds)
+		}
+		if job.Fetch == nil {
+			return nil, rep, models.CapabilityFailed(models.ReasonNetworkDenied, "capability %s asked to fetch %s, but runs here cannot reach the network", capability.ID, fetches[0].URL)
+		}
+		fctx, cancel := context.WithDeadline(ctx, deadline)
+		answers, err := job.Fetch(fctx, req.Round+1, fetches)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil, rep, ctx.Err()
+		case !time.Now().Before(deadline):
+			return nil, rep, models.CapabilityFailed(models.ReasonTimeout, "the run, with its fetch round %d, did not end within %s", req.Round+1, e.limits.Timeout)
+		case err != nil:
+			return nil, rep, err
+		}
+		rep.Rounds++
+		req.Round, req.Fetched = req.Round+1, answers
 	}
 
 	// 5. Its data, against output_schema.
@@ -178,6 +247,46 @@ func checkArguments(c models.Capability, args json.RawMessage) error {
 		return e
 	}
 	return nil
+}
+
+// parseFetch reads standard output as a request for a round of fetches,
+// {"fetch": [...]}: nil when the output is something else (an ExtensionResult
+// for parseResult to read); bad_output when it is a malformed request.
+func parseFetch(stdout []byte) ([]FetchRequest, error) {
+	var probe struct {
+		Fetch json.RawMessage `json:"fetch"`
+	}
+	trimmed := bytes.TrimSpace(stdout)
+	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &probe) != nil || probe.Fetch == nil {
+		return nil, nil
+	}
+	var raw map[string]json.RawMessage
+	json.Unmarshal(trimmed, &raw)
+	if len(raw) != 1 {
+		return nil, models.CapabilityFailed(models.ReasonBadOutput, "a fetch request is one object {\"fetch\": [...]} and nothing else")
+	}
+	dec := json.NewDecoder(bytes.NewReader(probe.Fetch))
+	dec.DisallowUnknownFields()
+	var reqs []FetchRequest
+	if err := dec.Decode(&reqs); err != nil {
+		return nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch: %v", err)
+	}
+	if len(reqs) < 1 || len(reqs) > MaxFetchRequests {
+		return nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch holds %d requests; a round has 1 to %d", len(reqs), MaxFetchRequests)
+	}
+	seen := map[string]bool{}
+	for i, r := range reqs {
+		switch {
+		case r.ID == "" || len(r.ID) > 64:
+			return nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch[%d].id must be 1 to 64 characters", i)
+		case seen[r.ID]:
+			return nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch[%d].id %q is used twice in the round", i, r.ID)
+		case r.BodyEncoding != "" && r.BodyEncoding != "base64":
+			return nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch[%d].body_encoding %q: want base64 or none", i, r.BodyEncoding)
+		}
+		seen[r.ID] = true
+	}
+	return reqs, nil
 }
 
 // parseResult reads standard output as exactly one ExtensionResult: summary

@@ -26,11 +26,11 @@ const MaxManifestBytes = 256 * 1024
 // manifestFields are the members manifest.json may have.
 var manifestFields = []string{
 	"id", "name", "version", "description", "schema_version", "permissions", "data_policy",
-	"storage", "capabilities", "extensions", "min_host_version",
+	"storage", "capabilities", "extensions", "min_host_version", "network", "connections",
 }
 
 // knownPermissions are the permission names a manifest may request.
-var knownPermissions = []string{models.PermissionStorage, models.PermissionAIStorage, models.PermissionNetwork}
+var knownPermissions = []string{models.PermissionStorage, models.PermissionAIStorage, models.PermissionNetwork, models.PermissionNotifications}
 
 // versionPattern is a semantic version: MAJOR.MINOR.PATCH with an optional
 // pre-release part.
@@ -104,6 +104,7 @@ func (c *checker) manifest(root any) {
 	}
 	perms := c.permissions(m)
 	c.storage(m, schema, perms)
+	c.connections(m, perms, c.network(m, perms))
 	if v, ok := m.get("capabilities"); ok {
 		c.capabilities(v, minHost)
 	}
