@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"pluginhost/cli"
+	"pluginhost/egress"
 	"pluginhost/gqlhttp"
 	"pluginhost/live"
 	"pluginhost/server"
@@ -109,14 +110,24 @@ func serveCommand() cli.Command {
 			delay := fs.Duration("shutdown-delay", "PLUGINHOST_SHUTDOWN_DELAY", 0, 0, 10*time.Minute,
 				"on SIGTERM, how long to keep accepting (/readyz answering 503) before closing the listener")
 			limits := limitFlags(fs)
+			allowPrivate := fs.String("egress-allow-private", "PLUGINHOST_EGRESS_ALLOW_PRIVATE", "",
+				"CIDR ranges outside public unicast the image proxy and capability fetches may reach, comma-separated (such as 127.0.0.0/8,::1)")
+			egressCA := fs.String("egress-ca", "PLUGINHOST_EGRESS_CA", "", "PEM file of extra certificate authorities the image proxy and capability fetches trust")
+			publicURL := fs.String("public-url", "PLUGINHOST_PUBLIC_URL", "",
+				"the server's address as browsers reach it (https://plugins.example.com), for OAuth redirects; default: the address of each request")
 			return func(ctx context.Context, out cli.IO, args []string) error {
 				tuneRuntime()
+				open, err := egress.ParsePrefixes(*allowPrivate)
+				if err != nil {
+					return cli.Usagef("--egress-allow-private: %v", err)
+				}
 				ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 				defer stop()
 				s, err := server.New(ctx, server.Config{
 					DSN: *dsn, DataDir: *dataDir, TrustedKeysDir: *trustedKeys, Redis: *redis, Playground: *play,
 					MaxSubscriptionsPerConnection: *perConn, MaxSubscriptionsPerUser: *perUser, WebsocketInitTimeout: *initTimeout,
 					Limits: limits(), RunLimits: runLimits(), CompileCache: *compileCache, Background: *background, Revision: cli.Revision(),
+					EgressAllowPrivate: open, EgressCA: *egressCA, PublicURL: *publicURL,
 				}, newLogger(out.Stderr, *level, *format))
 				if err != nil {
 					return err

@@ -19,6 +19,7 @@ import (
 	"pluginhost/database"
 	"pluginhost/metrics"
 	"pluginhost/models"
+	"pluginhost/netfetch"
 	"pluginhost/sandbox"
 	"pluginhost/storage"
 )
@@ -30,7 +31,9 @@ type Service struct {
 	Engine  *sandbox.Engine
 	// Gate decides which Instances a caller may run capabilities of.
 	Gate *access.Gate
-	Log  *slog.Logger
+	// Fetch makes the fetch rounds of runs; nil: runs cannot fetch.
+	Fetch *netfetch.Service
+	Log   *slog.Logger
 }
 
 // Call is one run to make.
@@ -136,7 +139,11 @@ func (s *Service) Run(ctx context.Context, call Call) (res *models.ExtensionResu
 
 	// 4. The run, in the sandbox: input checked, module run within the
 	// limits, output read and checked.
-	out, rep, err := s.Engine.Run(ctx, sandbox.Job{Capability: c, Module: mod, Request: req, User: call.Caller.UserID})
+	job := sandbox.Job{Capability: c, Module: mod, Request: req, User: call.Caller.UserID}
+	if s.Fetch != nil {
+		job.Fetch = s.Fetch.Fetcher(netfetch.Run{Target: t, Capability: c.ID, UserID: call.Caller.UserID})
+	}
+	out, rep, err := s.Engine.Run(ctx, job)
 	if err != nil {
 		if s.Log != nil && len(rep.Stderr) > 0 {
 			s.Log.Debug("capability run failed", "instance", call.InstanceID, "capability", call.Capability, "stderr_bytes", len(rep.Stderr))

@@ -198,3 +198,68 @@ type ResponseContainerRow struct {
 }
 
 func (ResponseContainerRow) TableName() string { return "response_containers" }
+
+// CredentialRow is a row of installation_credentials: the secret of one
+// connection of one Instance, sealed.
+type CredentialRow struct {
+	ID             string `gorm:"primaryKey"`
+	InstallationID string
+	InstanceID     string
+	UserID         string
+	Name           string // the connection's id
+	Kind           string
+	Secret         []byte
+	Account        string
+	ExpiresAt      int64 // Unix microseconds; 0: does not expire
+	CreatedAt      int64
+	UpdatedAt      int64
+}
+
+func (CredentialRow) TableName() string { return "installation_credentials" }
+
+// OAuthStateRow is a row of oauth_states: an authorization under way.
+type OAuthStateRow struct {
+	State          string `gorm:"primaryKey"`
+	InstallationID string
+	UserID         string
+	InstanceID     string
+	Connection     string
+	Verifier       []byte // sealed
+	RedirectURI    string
+	CreatedAt      int64
+	ExpiresAt      int64
+}
+
+func (OAuthStateRow) TableName() string { return "oauth_states" }
+
+// OAuthClientRow is a row of oauth_clients: the operator's client of one
+// plugin's connection.
+type OAuthClientRow struct {
+	PluginID     string `gorm:"primaryKey"`
+	Connection   string `gorm:"primaryKey"`
+	ClientID     string
+	ClientSecret []byte // sealed
+	UpdatedAt    int64
+}
+
+func (OAuthClientRow) TableName() string { return "oauth_clients" }
+
+// FetchAuditRow is a row of fetch_audit: one fetch of a capability.
+type FetchAuditRow struct {
+	ID             int64 `gorm:"primaryKey"`
+	UserID         string
+	InstallationID string
+	InstanceID     string
+	Capability     string
+	Host           string
+	Method         string
+	Status         int
+	Outcome        string
+	Connection     string
+	BytesSent      int64
+	BytesReceived  int64
+	DurationMicros int64
+	CreatedAt      int64
+}
+
+func (FetchAuditRow) TableName() string { return "fetch_audit" }

@@ -49,7 +49,7 @@ func padTo(module []byte, size int) []byte {
 func TestCapabilitiesE2E(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		pub := NewPublisher(t)
-		h := &host{Server: Start(t, b.DSN, pub.Dir, "--run-timeout", "2s", "--background=false"), pub: pub}
+		h := &host{Server: Start(t, b.DSN, pub.Dir, "--run-timeout", "2s", "--background=false", "--run-concurrency-per-user", "2"), pub: pub}
 		c := h.user(t, "alice", false)
 		mods := wasmtest.Modules(t, "../sandbox/testdata/modules")
 		m := manifest("com.example.e2e.runs", map[string]any{"id": "notes", "max_bytes": 4096, "ai_access": "read_write"})

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"pluginhost/connections"
 	"pluginhost/models"
+	"pluginhost/storage"
 	"pluginhost/validator"
 	"strconv"
 	"sync/atomic"
@@ -31,6 +33,8 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	Capability() CapabilityResolver
+	Connection() ConnectionResolver
+	FetchRecord() FetchRecordResolver
 	Installation() InstallationResolver
 	Instance() InstanceResolver
 	Mutation() MutationResolver
@@ -107,6 +111,15 @@ type ComplexityRoot struct {
 		ScheduleSeconds func(childComplexity int) int
 	}
 
+	Connection struct {
+		Account   func(childComplexity int) int
+		Connected func(childComplexity int) int
+		ExpiresAt func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Kind      func(childComplexity int) int
+		Label     func(childComplexity int) int
+	}
+
 	CreatedAccessToken struct {
 		Info  func(childComplexity int) int
 		Token func(childComplexity int) int
@@ -135,6 +148,19 @@ type ComplexityRoot struct {
 		Summary  func(childComplexity int) int
 	}
 
+	FetchRecord struct {
+		At            func(childComplexity int) int
+		BytesReceived func(childComplexity int) int
+		BytesSent     func(childComplexity int) int
+		Capability    func(childComplexity int) int
+		Connection    func(childComplexity int) int
+		DurationMs    func(childComplexity int) int
+		Host          func(childComplexity int) int
+		Method        func(childComplexity int) int
+		Outcome       func(childComplexity int) int
+		Status        func(childComplexity int) int
+	}
+
 	HostInfo struct {
 		UISchema func(childComplexity int) int
 		Version  func(childComplexity int) int
@@ -161,8 +187,10 @@ type ComplexityRoot struct {
 
 	Instance struct {
 		BackgroundRuns  func(childComplexity int) int
+		Connections     func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
 		Enabled         func(childComplexity int) int
+		Fetches         func(childComplexity int, limit *int) int
 		Grants          func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Installation    func(childComplexity int) int
@@ -174,9 +202,12 @@ type ComplexityRoot struct {
 	Mutation struct {
 		AiInvoke              func(childComplexity int, handle string, arguments models.JSON) int
 		ApplyCapabilityResult func(childComplexity int, instanceID string, capability string, generation int, result models.JSON) int
+		ConnectAPIKey         func(childComplexity int, instanceID string, connection string, key string) int
 		CreateAccessToken     func(childComplexity int, user string, admin *bool, ttlSeconds *int) int
 		CreateInstance        func(childComplexity int, installationID string, name *string) int
+		DeleteInstance        func(childComplexity int, instanceID string) int
 		DeleteSavedEntity     func(childComplexity int, instanceID string, key string, revision int) int
+		Disconnect            func(childComplexity int, instanceID string, connection string) int
 		InstallPlugin         func(childComplexity int, packageArg string) int
 		Invoke                func(childComplexity int, instanceID string, capability string, arguments models.JSON, query *string, generation *int) int
 		ResetInstanceStorage  func(childComplexity int, instanceID string) int
@@ -188,6 +219,8 @@ type ComplexityRoot struct {
 		SetExtensionState     func(childComplexity int, instanceID string, extension string, values models.JSON) int
 		SetInstanceEnabled    func(childComplexity int, instanceID string, enabled bool) int
 		SetInstanceGrant      func(childComplexity int, instanceID string, permission string, granted bool) int
+		SetOAuthClient        func(childComplexity int, pluginID string, connection string, clientID string, clientSecret string) int
+		StartOAuth            func(childComplexity int, instanceID string, connection string) int
 		StorageCreate         func(childComplexity int, instanceID string, namespace *string, key string, value models.JSON) int
 		StorageDelete         func(childComplexity int, instanceID string, namespace *string, key string, revision int) int
 		StorageUpdate         func(childComplexity int, instanceID string, namespace *string, key string, value models.JSON, revision int) int
@@ -209,6 +242,10 @@ type ComplexityRoot struct {
 		Keys      func(childComplexity int) int
 		MaxBytes  func(childComplexity int) int
 		Namespace func(childComplexity int) int
+	}
+
+	OAuthStart struct {
+		AuthorizationURL func(childComplexity int) int
 	}
 
 	Problem struct {
@@ -323,6 +360,15 @@ type CapabilityResolver interface {
 
 	ScheduleSeconds(ctx context.Context, obj *models.Capability) (*int, error)
 }
+type ConnectionResolver interface {
+	ExpiresAt(ctx context.Context, obj *connections.Status) (*string, error)
+}
+type FetchRecordResolver interface {
+	Connection(ctx context.Context, obj *storage.FetchRecord) (*string, error)
+
+	DurationMs(ctx context.Context, obj *storage.FetchRecord) (float64, error)
+	At(ctx context.Context, obj *storage.FetchRecord) (string, error)
+}
 type InstallationResolver interface {
 	Permissions(ctx context.Context, obj *models.Installation) ([]string, error)
 	Namespaces(ctx context.Context, obj *models.Installation) ([]*Namespace, error)
@@ -338,6 +384,8 @@ type InstanceResolver interface {
 	Usage(ctx context.Context, obj *models.Instance) ([]*NamespaceUsage, error)
 	CreatedAt(ctx context.Context, obj *models.Instance) (string, error)
 	BackgroundRuns(ctx context.Context, obj *models.Instance) ([]*BackgroundRun, error)
+	Connections(ctx context.Context, obj *models.Instance) ([]*connections.Status, error)
+	Fetches(ctx context.Context, obj *models.Instance, limit *int) ([]*storage.FetchRecord, error)
 }
 type MutationResolver interface {
 	TrustPublisherKey(ctx context.Context, publicKey string) (string, error)
@@ -346,6 +394,10 @@ type MutationResolver interface {
 	SetAiStorageConsent(ctx context.Context, installationID string, granted bool) (*models.Installation, error)
 	AiInvoke(ctx context.Context, handle string, arguments models.JSON) (*models.ExtensionResult, error)
 	ResumeBackgroundRun(ctx context.Context, instanceID string, capability string) (*models.Instance, error)
+	ConnectAPIKey(ctx context.Context, instanceID string, connection string, key string) (*connections.Status, error)
+	StartOAuth(ctx context.Context, instanceID string, connection string) (*OAuthStart, error)
+	Disconnect(ctx context.Context, instanceID string, connection string) (bool, error)
+	SetOAuthClient(ctx context.Context, pluginID string, connection string, clientID string, clientSecret string) (bool, error)
 	SetExtensionState(ctx context.Context, instanceID string, extension string, values models.JSON) (models.JSON, error)
 	SelectResponseUI(ctx context.Context, handle string, messageID string, capability string, arguments models.JSON, result models.JSON) (*models.ResponseRender, error)
 	InstallPlugin(ctx context.Context, packageArg string) (*models.Installation, error)
@@ -354,6 +406,7 @@ type MutationResolver interface {
 	CreateInstance(ctx context.Context, installationID string, name *string) (*models.Instance, error)
 	SetInstanceEnabled(ctx context.Context, instanceID string, enabled bool) (*models.Instance, error)
 	SetInstanceGrant(ctx context.Context, instanceID string, permission string, granted bool) (*models.Instance, error)
+	DeleteInstance(ctx context.Context, instanceID string) (bool, error)
 	SaveEntity(ctx context.Context, instanceID string, key *string, entity SavedEntityInput) (*SavedEntity, error)
 	UpdateSavedEntity(ctx context.Context, instanceID string, key string, entity SavedEntityInput, revision int) (*SavedEntity, error)
 	DeleteSavedEntity(ctx context.Context, instanceID string, key string, revision int) (bool, error)
@@ -676,6 +729,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Capability.ScheduleSeconds(childComplexity), true
 
+	case "Connection.account":
+		if e.ComplexityRoot.Connection.Account == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.Account(childComplexity), true
+	case "Connection.connected":
+		if e.ComplexityRoot.Connection.Connected == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.Connected(childComplexity), true
+	case "Connection.expiresAt":
+		if e.ComplexityRoot.Connection.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.ExpiresAt(childComplexity), true
+	case "Connection.id":
+		if e.ComplexityRoot.Connection.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.ID(childComplexity), true
+	case "Connection.kind":
+		if e.ComplexityRoot.Connection.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.Kind(childComplexity), true
+	case "Connection.label":
+		if e.ComplexityRoot.Connection.Label == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.Label(childComplexity), true
+
 	case "CreatedAccessToken.info":
 		if e.ComplexityRoot.CreatedAccessToken.Info == nil {
 			break
@@ -775,6 +865,67 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ExtensionResult.Summary(childComplexity), true
+
+	case "FetchRecord.at":
+		if e.ComplexityRoot.FetchRecord.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecord.At(childComplexity), true
+	case "FetchRecord.bytesReceived":
+		if e.ComplexityRoot.FetchRecord.BytesReceived == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecord.BytesReceived(childComplexity), true
+	case "FetchRecord.bytesSent":
+		if e.ComplexityRoot.FetchRecord.BytesSent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecord.BytesSent(childComplexity), true
+	case "FetchRecord.capability":
+		if e.ComplexityRoot.FetchRecord.Capability == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecord.Capability(childComplexity), true
+	case "FetchRecord.connection":
+		if e.ComplexityRoot.FetchRecord.Connection == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecord.Connection(childComplexity), true
+	case "FetchRecord.durationMs":
+		if e.ComplexityRoot.FetchRecord.DurationMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecord.DurationMs(childComplexity), true
+	case "FetchRecord.host":
+		if e.ComplexityRoot.FetchRecord.Host == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecord.Host(childComplexity), true
+	case "FetchRecord.method":
+		if e.ComplexityRoot.FetchRecord.Method == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecord.Method(childComplexity), true
+	case "FetchRecord.outcome":
+		if e.ComplexityRoot.FetchRecord.Outcome == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecord.Outcome(childComplexity), true
+	case "FetchRecord.status":
+		if e.ComplexityRoot.FetchRecord.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecord.Status(childComplexity), true
 
 	case "HostInfo.uiSchema":
 		if e.ComplexityRoot.HostInfo.UISchema == nil {
@@ -892,6 +1043,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Instance.BackgroundRuns(childComplexity), true
+	case "Instance.connections":
+		if e.ComplexityRoot.Instance.Connections == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Instance.Connections(childComplexity), true
 	case "Instance.createdAt":
 		if e.ComplexityRoot.Instance.CreatedAt == nil {
 			break
@@ -904,6 +1061,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Instance.Enabled(childComplexity), true
+	case "Instance.fetches":
+		if e.ComplexityRoot.Instance.Fetches == nil {
+			break
+		}
+
+		args, err := ec.field_Instance_fetches_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Instance.Fetches(childComplexity, args["limit"].(*int)), true
 	case "Instance.grants":
 		if e.ComplexityRoot.Instance.Grants == nil {
 			break
@@ -963,6 +1131,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ApplyCapabilityResult(childComplexity, args["instanceId"].(string), args["capability"].(string), args["generation"].(int), args["result"].(models.JSON)), true
+	case "Mutation.connectApiKey":
+		if e.ComplexityRoot.Mutation.ConnectAPIKey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_connectApiKey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ConnectAPIKey(childComplexity, args["instanceId"].(string), args["connection"].(string), args["key"].(string)), true
 	case "Mutation.createAccessToken":
 		if e.ComplexityRoot.Mutation.CreateAccessToken == nil {
 			break
@@ -985,6 +1164,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateInstance(childComplexity, args["installationId"].(string), args["name"].(*string)), true
+	case "Mutation.deleteInstance":
+		if e.ComplexityRoot.Mutation.DeleteInstance == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteInstance_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteInstance(childComplexity, args["instanceId"].(string)), true
 	case "Mutation.deleteSavedEntity":
 		if e.ComplexityRoot.Mutation.DeleteSavedEntity == nil {
 			break
@@ -996,6 +1186,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteSavedEntity(childComplexity, args["instanceId"].(string), args["key"].(string), args["revision"].(int)), true
+	case "Mutation.disconnect":
+		if e.ComplexityRoot.Mutation.Disconnect == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_disconnect_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.Disconnect(childComplexity, args["instanceId"].(string), args["connection"].(string)), true
 	case "Mutation.installPlugin":
 		if e.ComplexityRoot.Mutation.InstallPlugin == nil {
 			break
@@ -1117,6 +1318,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetInstanceGrant(childComplexity, args["instanceId"].(string), args["permission"].(string), args["granted"].(bool)), true
+	case "Mutation.setOAuthClient":
+		if e.ComplexityRoot.Mutation.SetOAuthClient == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setOAuthClient_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetOAuthClient(childComplexity, args["pluginId"].(string), args["connection"].(string), args["clientId"].(string), args["clientSecret"].(string)), true
+	case "Mutation.startOAuth":
+		if e.ComplexityRoot.Mutation.StartOAuth == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_startOAuth_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.StartOAuth(childComplexity, args["instanceId"].(string), args["connection"].(string)), true
 	case "Mutation.storageCreate":
 		if e.ComplexityRoot.Mutation.StorageCreate == nil {
 			break
@@ -1249,6 +1472,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NamespaceUsage.Namespace(childComplexity), true
+
+	case "OAuthStart.authorizationUrl":
+		if e.ComplexityRoot.OAuthStart.AuthorizationURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OAuthStart.AuthorizationURL(childComplexity), true
 
 	case "Problem.code":
 		if e.ComplexityRoot.Problem.Code == nil {
@@ -1830,7 +2060,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "admin.graphqls" "ai.graphqls" "capabilities.graphqls" "hosting.graphqls" "live.graphqls" "plugins.graphqls" "saved.graphqls" "schema.graphqls" "storage.graphqls"
+//go:embed "admin.graphqls" "ai.graphqls" "capabilities.graphqls" "connections.graphqls" "hosting.graphqls" "live.graphqls" "plugins.graphqls" "saved.graphqls" "schema.graphqls" "storage.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1845,6 +2075,7 @@ var sources = []*ast.Source{
 	{Name: "admin.graphqls", Input: sourceData("admin.graphqls"), BuiltIn: false},
 	{Name: "ai.graphqls", Input: sourceData("ai.graphqls"), BuiltIn: false},
 	{Name: "capabilities.graphqls", Input: sourceData("capabilities.graphqls"), BuiltIn: false},
+	{Name: "connections.graphqls", Input: sourceData("connections.graphqls"), BuiltIn: false},
 	{Name: "hosting.graphqls", Input: sourceData("hosting.graphqls"), BuiltIn: false},
 	{Name: "live.graphqls", Input: sourceData("live.graphqls"), BuiltIn: false},
 	{Name: "plugins.graphqls", Input: sourceData("plugins.graphqls"), BuiltIn: false},
@@ -1988,6 +2219,24 @@ func (ec *executionContext) childFields_Capability(ctx context.Context, field gr
 	return nil, fmt.Errorf("no field named %q was found under type Capability", field.Name)
 }
 
+func (ec *executionContext) childFields_Connection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Connection_id(ctx, field)
+	case "label":
+		return ec.fieldContext_Connection_label(ctx, field)
+	case "kind":
+		return ec.fieldContext_Connection_kind(ctx, field)
+	case "connected":
+		return ec.fieldContext_Connection_connected(ctx, field)
+	case "account":
+		return ec.fieldContext_Connection_account(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_Connection_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Connection", field.Name)
+}
+
 func (ec *executionContext) childFields_CreatedAccessToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "token":
@@ -2042,6 +2291,32 @@ func (ec *executionContext) childFields_ExtensionResult(ctx context.Context, fie
 		return ec.fieldContext_ExtensionResult_evidence(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ExtensionResult", field.Name)
+}
+
+func (ec *executionContext) childFields_FetchRecord(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "capability":
+		return ec.fieldContext_FetchRecord_capability(ctx, field)
+	case "host":
+		return ec.fieldContext_FetchRecord_host(ctx, field)
+	case "method":
+		return ec.fieldContext_FetchRecord_method(ctx, field)
+	case "status":
+		return ec.fieldContext_FetchRecord_status(ctx, field)
+	case "outcome":
+		return ec.fieldContext_FetchRecord_outcome(ctx, field)
+	case "connection":
+		return ec.fieldContext_FetchRecord_connection(ctx, field)
+	case "bytesSent":
+		return ec.fieldContext_FetchRecord_bytesSent(ctx, field)
+	case "bytesReceived":
+		return ec.fieldContext_FetchRecord_bytesReceived(ctx, field)
+	case "durationMs":
+		return ec.fieldContext_FetchRecord_durationMs(ctx, field)
+	case "at":
+		return ec.fieldContext_FetchRecord_at(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FetchRecord", field.Name)
 }
 
 func (ec *executionContext) childFields_HostInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2112,6 +2387,10 @@ func (ec *executionContext) childFields_Instance(ctx context.Context, field grap
 		return ec.fieldContext_Instance_createdAt(ctx, field)
 	case "backgroundRuns":
 		return ec.fieldContext_Instance_backgroundRuns(ctx, field)
+	case "connections":
+		return ec.fieldContext_Instance_connections(ctx, field)
+	case "fetches":
+		return ec.fieldContext_Instance_fetches(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Instance", field.Name)
 }
@@ -2140,6 +2419,14 @@ func (ec *executionContext) childFields_NamespaceUsage(ctx context.Context, fiel
 		return ec.fieldContext_NamespaceUsage_maxBytes(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NamespaceUsage", field.Name)
+}
+
+func (ec *executionContext) childFields_OAuthStart(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "authorizationUrl":
+		return ec.fieldContext_OAuthStart_authorizationUrl(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type OAuthStart", field.Name)
 }
 
 func (ec *executionContext) childFields_Problem(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2414,6 +2701,20 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Instance_fetches_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "limit",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["limit"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_aiInvoke_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2474,6 +2775,36 @@ func (ec *executionContext) field_Mutation_applyCapabilityResult_args(ctx contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_connectApiKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "connection",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["connection"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "key",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["key"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createAccessToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2526,6 +2857,20 @@ func (ec *executionContext) field_Mutation_createInstance_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteInstance_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteSavedEntity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2553,6 +2898,28 @@ func (ec *executionContext) field_Mutation_deleteSavedEntity_args(ctx context.Co
 		return nil, err
 	}
 	args["revision"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_disconnect_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "connection",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["connection"] = arg1
 	return args, nil
 }
 
@@ -2843,6 +3210,66 @@ func (ec *executionContext) field_Mutation_setInstanceGrant_args(ctx context.Con
 		return nil, err
 	}
 	args["granted"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setOAuthClient_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "pluginId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["pluginId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "connection",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["connection"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "clientId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["clientId"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "clientSecret",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["clientSecret"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_startOAuth_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "instanceId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["instanceId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "connection",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["connection"] = arg1
 	return args, nil
 }
 
@@ -4494,6 +4921,144 @@ func (ec *executionContext) fieldContext_Capability_scheduleSeconds(_ context.Co
 	return graphql.NewScalarFieldContext("Capability", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _Connection_id(ctx context.Context, field graphql.CollectedField, obj *connections.Status) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Connection_label(ctx context.Context, field graphql.CollectedField, obj *connections.Status) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_label(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Label, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_label(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Connection_kind(ctx context.Context, field graphql.CollectedField, obj *connections.Status) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Connection_connected(ctx context.Context, field graphql.CollectedField, obj *connections.Status) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_connected(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Connected, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_connected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Connection_account(ctx context.Context, field graphql.CollectedField, obj *connections.Status) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_account(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Account, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_account(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Connection_expiresAt(ctx context.Context, field graphql.CollectedField, obj *connections.Status) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Connection().ExpiresAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _CreatedAccessToken_token(ctx context.Context, field graphql.CollectedField, obj *CreatedAccessToken) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4878,6 +5443,236 @@ func (ec *executionContext) fieldContext_ExtensionResult_evidence(_ context.Cont
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _FetchRecord_capability(ctx context.Context, field graphql.CollectedField, obj *storage.FetchRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecord_capability(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capability, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecord_capability(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FetchRecord", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FetchRecord_host(ctx context.Context, field graphql.CollectedField, obj *storage.FetchRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecord_host(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Host, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecord_host(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FetchRecord", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FetchRecord_method(ctx context.Context, field graphql.CollectedField, obj *storage.FetchRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecord_method(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Method, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecord_method(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FetchRecord", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FetchRecord_status(ctx context.Context, field graphql.CollectedField, obj *storage.FetchRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecord_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecord_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FetchRecord", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _FetchRecord_outcome(ctx context.Context, field graphql.CollectedField, obj *storage.FetchRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecord_outcome(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Outcome, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecord_outcome(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FetchRecord", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FetchRecord_connection(ctx context.Context, field graphql.CollectedField, obj *storage.FetchRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecord_connection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.FetchRecord().Connection(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecord_connection(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FetchRecord", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FetchRecord_bytesSent(ctx context.Context, field graphql.CollectedField, obj *storage.FetchRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecord_bytesSent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BytesSent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecord_bytesSent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FetchRecord", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _FetchRecord_bytesReceived(ctx context.Context, field graphql.CollectedField, obj *storage.FetchRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecord_bytesReceived(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BytesReceived, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecord_bytesReceived(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FetchRecord", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _FetchRecord_durationMs(ctx context.Context, field graphql.CollectedField, obj *storage.FetchRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecord_durationMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.FetchRecord().DurationMs(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecord_durationMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FetchRecord", field, true, true, errors.New("field of type Float does not have child fields"))
+}
+
+func (ec *executionContext) _FetchRecord_at(ctx context.Context, field graphql.CollectedField, obj *storage.FetchRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecord_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.FetchRecord().At(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecord_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FetchRecord", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _HostInfo_version(ctx context.Context, field graphql.CollectedField, obj *HostInfo) (ret graphql.Marshaler) {
@@ -5564,6 +6359,82 @@ func (ec *executionContext) fieldContext_Instance_backgroundRuns(_ context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Instance_connections(ctx context.Context, field graphql.CollectedField, obj *models.Instance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Instance_connections(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Instance().Connections(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*connections.Status) graphql.Marshaler {
+			return ec.marshalNConnection2ᚕᚖpluginhostᚋconnectionsᚐStatusᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Instance_connections(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Instance",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Connection(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Instance_fetches(ctx context.Context, field graphql.CollectedField, obj *models.Instance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Instance_fetches(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Instance().Fetches(ctx, obj, fc.Args["limit"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*storage.FetchRecord) graphql.Marshaler {
+			return ec.marshalNFetchRecord2ᚕᚖpluginhostᚋstorageᚐFetchRecordᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Instance_fetches(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Instance",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FetchRecord(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Instance_fetches_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_trustPublisherKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5822,6 +6693,182 @@ func (ec *executionContext) fieldContext_Mutation_resumeBackgroundRun(ctx contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_resumeBackgroundRun_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_connectApiKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_connectApiKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ConnectAPIKey(ctx, fc.Args["instanceId"].(string), fc.Args["connection"].(string), fc.Args["key"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *connections.Status) graphql.Marshaler {
+			return ec.marshalNConnection2ᚖpluginhostᚋconnectionsᚐStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_connectApiKey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Connection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_connectApiKey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_startOAuth(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_startOAuth(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().StartOAuth(ctx, fc.Args["instanceId"].(string), fc.Args["connection"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *OAuthStart) graphql.Marshaler {
+			return ec.marshalNOAuthStart2ᚖpluginhostᚋgraphᚐOAuthStart(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_startOAuth(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OAuthStart(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_startOAuth_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_disconnect(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_disconnect(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().Disconnect(ctx, fc.Args["instanceId"].(string), fc.Args["connection"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_disconnect(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_disconnect_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setOAuthClient(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setOAuthClient(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetOAuthClient(ctx, fc.Args["pluginId"].(string), fc.Args["connection"].(string), fc.Args["clientId"].(string), fc.Args["clientSecret"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setOAuthClient(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setOAuthClient_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -6174,6 +7221,50 @@ func (ec *executionContext) fieldContext_Mutation_setInstanceGrant(ctx context.C
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_setInstanceGrant_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteInstance(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteInstance(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteInstance(ctx, fc.Args["instanceId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteInstance(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Boolean does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteInstance_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -6779,6 +7870,29 @@ func (ec *executionContext) _NamespaceUsage_maxBytes(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_NamespaceUsage_maxBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("NamespaceUsage", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _OAuthStart_authorizationUrl(ctx context.Context, field graphql.CollectedField, obj *OAuthStart) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OAuthStart_authorizationUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AuthorizationURL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OAuthStart_authorizationUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OAuthStart", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Problem_file(ctx context.Context, field graphql.CollectedField, obj *models.Problem) (ret graphql.Marshaler) {
@@ -10457,6 +11571,102 @@ func (ec *executionContext) _Capability(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var connectionImplementors = []string{"Connection"}
+
+func (ec *executionContext) _Connection(ctx context.Context, sel ast.SelectionSet, obj *connections.Status) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, connectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Connection")
+		case "id":
+			out.Values[i] = ec._Connection_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "label":
+			out.Values[i] = ec._Connection_label(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "kind":
+			out.Values[i] = ec._Connection_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "connected":
+			out.Values[i] = ec._Connection_connected(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "account":
+			out.Values[i] = ec._Connection_account(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "expiresAt":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Connection_expiresAt(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var createdAccessTokenImplementors = []string{"CreatedAccessToken"}
 
 func (ec *executionContext) _CreatedAccessToken(ctx context.Context, sel ast.SelectionSet, obj *CreatedAccessToken) graphql.Marshaler {
@@ -10648,6 +11858,188 @@ func (ec *executionContext) _ExtensionResult(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var fetchRecordImplementors = []string{"FetchRecord"}
+
+func (ec *executionContext) _FetchRecord(ctx context.Context, sel ast.SelectionSet, obj *storage.FetchRecord) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fetchRecordImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FetchRecord")
+		case "capability":
+			out.Values[i] = ec._FetchRecord_capability(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "host":
+			out.Values[i] = ec._FetchRecord_host(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "method":
+			out.Values[i] = ec._FetchRecord_method(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "status":
+			out.Values[i] = ec._FetchRecord_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "outcome":
+			out.Values[i] = ec._FetchRecord_outcome(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "connection":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._FetchRecord_connection(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "bytesSent":
+			out.Values[i] = ec._FetchRecord_bytesSent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "bytesReceived":
+			out.Values[i] = ec._FetchRecord_bytesReceived(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "durationMs":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._FetchRecord_durationMs(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "at":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._FetchRecord_at(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11212,6 +12604,82 @@ func (ec *executionContext) _Instance(ctx context.Context, sel ast.SelectionSet,
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "connections":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Instance_connections(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "fetches":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Instance_fetches(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11295,6 +12763,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "connectApiKey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_connectApiKey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startOAuth":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_startOAuth(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "disconnect":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_disconnect(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setOAuthClient":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setOAuthClient(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "setExtensionState":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setExtensionState(ctx, field)
@@ -11347,6 +12843,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "setInstanceGrant":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setInstanceGrant(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteInstance":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteInstance(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -11519,6 +13022,44 @@ func (ec *executionContext) _NamespaceUsage(ctx context.Context, sel ast.Selecti
 			}
 		case "maxBytes":
 			out.Values[i] = ec._NamespaceUsage_maxBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var oAuthStartImplementors = []string{"OAuthStart"}
+
+func (ec *executionContext) _OAuthStart(ctx context.Context, sel ast.SelectionSet, obj *OAuthStart) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, oAuthStartImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("OAuthStart")
+		case "authorizationUrl":
+			out.Values[i] = ec._OAuthStart_authorizationUrl(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -13096,6 +14637,32 @@ func (ec *executionContext) marshalNCapability2ᚖpluginhostᚋmodelsᚐCapabili
 	return ec._Capability(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNConnection2ᚕᚖpluginhostᚋconnectionsᚐStatusᚄ(ctx context.Context, sel ast.SelectionSet, v []*connections.Status) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNConnection2ᚖpluginhostᚋconnectionsᚐStatus(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNConnection2ᚖpluginhostᚋconnectionsᚐStatus(ctx context.Context, sel ast.SelectionSet, v *connections.Status) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Connection(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNCreatedAccessToken2ᚖpluginhostᚋgraphᚐCreatedAccessToken(ctx context.Context, sel ast.SelectionSet, v *CreatedAccessToken) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -13160,6 +14727,48 @@ func (ec *executionContext) marshalNExtensionResult2ᚖpluginhostᚋmodelsᚐExt
 		return graphql.Null
 	}
 	return ec._ExtensionResult(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNFetchRecord2ᚕᚖpluginhostᚋstorageᚐFetchRecordᚄ(ctx context.Context, sel ast.SelectionSet, v []*storage.FetchRecord) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFetchRecord2ᚖpluginhostᚋstorageᚐFetchRecord(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNFetchRecord2ᚖpluginhostᚋstorageᚐFetchRecord(ctx context.Context, sel ast.SelectionSet, v *storage.FetchRecord) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._FetchRecord(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.SelectionSet, v float64) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalFloatContext(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return graphql.WrapContextMarshaler(ctx, res)
 }
 
 func (ec *executionContext) marshalNHostInfo2ᚖpluginhostᚋgraphᚐHostInfo(ctx context.Context, sel ast.SelectionSet, v *HostInfo) graphql.Marshaler {
@@ -13338,6 +14947,16 @@ func (ec *executionContext) marshalNNamespaceUsage2ᚖpluginhostᚋgraphᚐNames
 		return graphql.Null
 	}
 	return ec._NamespaceUsage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNOAuthStart2ᚖpluginhostᚋgraphᚐOAuthStart(ctx context.Context, sel ast.SelectionSet, v *OAuthStart) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._OAuthStart(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNProblem2pluginhostᚋmodelsᚐProblem(ctx context.Context, sel ast.SelectionSet, v models.Problem) graphql.Marshaler {

@@ -154,6 +154,12 @@ type NamespaceUsage struct {
 	MaxBytes int `json:"maxBytes"`
 }
 
+// The link to open to authorize a connection.
+type OAuthStart struct {
+	// The provider's authorization URL; it may be used once, within 10 minutes.
+	AuthorizationURL string `json:"authorizationUrl"`
+}
+
 type Query struct {
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"pluginhost/access"
 	"pluginhost/auth"
+	"pluginhost/connections"
 	"pluginhost/database"
 	"pluginhost/gqlhttp"
 	"pluginhost/models"
@@ -32,8 +33,12 @@ type Server struct {
 	// Gate and ImageProxy serve ui-images:fetch; a nil ImageProxy disables it.
 	Gate       *access.Gate
 	ImageProxy ImageFetcher
-	Metrics    *Metrics
-	Log        *slog.Logger
+	// Connections completes OAuth authorizations (GET /v1/oauth/callback);
+	// PublicURL, when set, is where providers send users back.
+	Connections *connections.Service
+	PublicURL   string
+	Metrics     *Metrics
+	Log         *slog.Logger
 }
 
 // Handler returns the routed, instrumented handler, with the routes mount
@@ -61,7 +66,10 @@ func (s *Server) Handler(mount ...func(*http.ServeMux)) http.Handler {
 	if s.ImageProxy != nil {
 		mux.Handle("POST /v1/plugin-instances/{instance_id}/ui-images:fetch", s.authenticated(images(s.Gate, s.ImageProxy, s)))
 	}
-	return s.Metrics.Instrument(mux)
+	if s.Connections != nil {
+		mux.HandleFunc("GET "+connections.CallbackPath, s.oauthCallback)
+	}
+	return s.Metrics.Instrument(s.withBaseURL(mux))
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {

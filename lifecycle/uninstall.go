@@ -90,3 +90,56 @@ func (s *Service) uninstall(tx *gorm.DB, user *models.User, installationID strin
 		"status": models.InstallationUninstalled, "ai_consent": false, "updated_at": time.Now().UnixMicro(),
 	}).Error
 }
+
+// DeleteInstance deletes one of the user's Instances with everything it
+// holds: its stored items (their bytes leave the Installation's usage), its
+// persisted UI state and response containers, its schedules, and, under the
+// security lifecycle, its credentials, OAuth states and pending actions.
+// The audit trail keeps its history.
+func (s *Service) DeleteInstance(ctx context.Context, user *models.User, instanceID string) error {
+	var inst database.InstanceRow
+	var deletedItems int64
+	err := s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		inst, deletedItems = database.InstanceRow{}, 0
+		if err := tx.Where("id = ? AND user_id = ?", instanceID, user.ID).Take(&inst).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return models.Errorf(models.ErrPermissionDenied, "instance %q does not exist or does not belong to you", instanceID)
+			}
+			return err
+		}
+		// The lock order of package database: the Installation, then the
+		// Instance, then its items.
+		var row database.InstallationRow
+		if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Where("id = ?", inst.InstallationID).Take(&row).Error; err != nil {
+			return err
+		}
+		if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Where("id = ?", instanceID).Take(&inst).Error; err != nil {
+			return err
+		}
+		var bytes int64
+		if err := tx.Model(&database.ItemRow{}).Where("instance_id = ?", instanceID).Select("COALESCE(SUM(size), 0)").Scan(&bytes).Error; err != nil {
+			return err
+		}
+		res := tx.Where("instance_id = ?", instanceID).Delete(&database.ItemRow{})
+		if res.Error != nil {
+			return res.Error
+		}
+		deletedItems = res.RowsAffected
+		if err := tx.Model(&database.InstallationRow{}).Where("id = ?", row.ID).
+			Update("used_bytes", gorm.Expr("used_bytes - ?", bytes)).Error; err != nil {
+			return err
+		}
+		for _, table := range append(securityTables, "extension_states", "response_containers", "background_schedules") {
+			if err := tx.Table(table).Where("instance_id = ?", instanceID).Delete(nil).Error; err != nil {
+				return err
+			}
+		}
+		return tx.Where("id = ?", instanceID).Delete(&database.InstanceRow{}).Error
+	})
+	if err != nil {
+		return err
+	}
+	s.accessChanged(instanceID)
+	s.log().Info("instance deleted", "instance", instanceID, "installation", inst.InstallationID, "deleted_items", deletedItems, "user", user.ID)
+	return nil
+}

@@ -61,7 +61,37 @@ var (
 		Name: "pluginhost_background_runs_total",
 		Help: "Scheduled background runs started by this replica, by outcome (as for pluginhost_capability_runs_total).",
 	}, []string{"outcome"})
+	fetches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pluginhost_capability_fetches_total",
+		Help: "Requests capabilities had the host make, by outcome: ok (any HTTP status), or the error the module was given (timeout, connection_refused, tls, dns, body_too_large, error).",
+	}, []string{"outcome"})
+	fetchDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "pluginhost_capability_fetch_duration_seconds",
+		Help:    "Wall time of the requests capabilities had the host make, by outcome.",
+		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"outcome"})
+	fetchRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pluginhost_capability_fetch_refusals_total",
+		Help: "Fetch rounds the host refused, failing their run, by reason (network_denied, connection_required).",
+	}, []string{"reason"})
 )
+
+// FetchOutcomes are the outcomes of a fetch the host made.
+var FetchOutcomes = []string{"ok", "timeout", "connection_refused", "tls", "dns", "body_too_large", "error"}
+
+// Fetch records one request a capability had the host make.
+func Fetch(outcome string, took time.Duration) {
+	o := bounded(outcome, FetchOutcomes)
+	fetches.WithLabelValues(o).Inc()
+	fetchDuration.WithLabelValues(o).Observe(took.Seconds())
+}
+
+// FetchRefused records a fetch round the host refused.
+func FetchRefused(reason string) {
+	fetchRefusals.WithLabelValues(bounded(reason, fetchRefusalReasons)).Inc()
+}
+
+var fetchRefusalReasons = []string{"network_denied", "connection_required"}
 
 // Storage operation names: the storage tools, and the operations beyond them.
 var storageOperations = []string{"list", "get", "create", "update", "delete", "reset", "apply_capability_result", "snapshot"}
@@ -84,7 +114,8 @@ var imageOutcomeValues = []string{
 // cancelled (the caller went away), or the code of a run refused before it
 // began or of host actions storage refused.
 var runOutcomes = append([]string{"ok", models.ReasonNoModule, models.ReasonTimeout, models.ReasonMemory, models.ReasonExit,
-	models.ReasonBadOutput, models.ReasonOutputTooLarge, models.ReasonOutputSchema, models.ReasonBusy, models.ReasonCrash, "cancelled"}, errorCodes[1:]...)
+	models.ReasonBadOutput, models.ReasonOutputTooLarge, models.ReasonOutputSchema, models.ReasonBusy, models.ReasonCrash,
+	models.ReasonNetworkDenied, models.ReasonConnectionRequired, "cancelled"}, errorCodes[1:]...)
 
 // AI tools: the storage tools by their short name, a capability, or a
 // handle that did not open.
@@ -121,6 +152,13 @@ func zero() {
 	}
 	for _, o := range runOutcomes {
 		backgroundRuns.WithLabelValues(o)
+	}
+	for _, o := range FetchOutcomes {
+		fetches.WithLabelValues(o)
+	}
+	fetchDuration.WithLabelValues("ok")
+	for _, r := range fetchRefusalReasons {
+		fetchRefusals.WithLabelValues(r)
 	}
 }
 
@@ -237,7 +275,8 @@ type Sources struct {
 // set at zero.
 func Register(reg prometheus.Registerer, src Sources) error {
 	zero()
-	cs := []prometheus.Collector{storageOps, refusals, imageOutcomes, aiCalls, capabilityRuns, capabilityDuration, backgroundRuns}
+	cs := []prometheus.Collector{storageOps, refusals, imageOutcomes, aiCalls, capabilityRuns, capabilityDuration, backgroundRuns,
+		fetches, fetchDuration, fetchRefusals}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "pluginhost_build_info",
 		Help:        "Always 1; the labels say which build runs: version, revision (vcs, shortened) and Go version.",

@@ -37,6 +37,7 @@ var All = []Migration{
 	{7, "token ids, expiry, last use and revocation", tokenLifecycle},
 	{8, "quarantine of background capabilities", quarantine},
 	{9, "index of token revocations", tokenRevocations},
+	{10, "connections: credentials and OAuth states per Instance, OAuth clients, the audit of fetches", connections},
 }
 
 type appliedRow struct {

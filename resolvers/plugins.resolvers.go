@@ -130,6 +130,14 @@ func (r *mutationResolver) SetInstanceGrant(ctx context.Context, instanceID stri
 	return r.Lifecycle.SetInstanceGrant(ctx, user, instanceID, permission, granted)
 }
 
+func (r *mutationResolver) DeleteInstance(ctx context.Context, instanceID string) (bool, error) {
+	user, err := auth.Require(ctx)
+	if err != nil {
+		return false, err
+	}
+	return true, r.Lifecycle.DeleteInstance(ctx, user, instanceID)
+}
+
 func (r *queryResolver) Installations(ctx context.Context) ([]*models.Installation, error) {
 	user, err := auth.Require(ctx)
 	if err != nil {

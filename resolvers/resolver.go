@@ -8,6 +8,7 @@ import (
 	"pluginhost/aitools"
 	"pluginhost/auth"
 	"pluginhost/capability"
+	"pluginhost/connections"
 	"pluginhost/extensions"
 	"pluginhost/lifecycle"
 	"pluginhost/live"
@@ -28,5 +29,7 @@ type Resolver struct {
 	// background runs.
 	Capabilities *capability.Service
 	Schedule     *schedule.Scheduler
-	Log          *slog.Logger
+	// Connections keeps the accounts plugins use.
+	Connections *connections.Service
+	Log         *slog.Logger
 }

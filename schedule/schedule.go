@@ -40,6 +40,10 @@ import (
 // MaxBackoff bounds the wait after failed runs.
 const MaxBackoff = time.Hour
 
+// BusyRetry is how soon a background run the host had no slot for is tried
+// again.
+const BusyRetry = 10 * time.Second
+
 // QuarantineAfter is how many failed runs in a row quarantine a capability.
 const QuarantineAfter = 10
 
@@ -225,9 +229,15 @@ func (s *Scheduler) run(ctx context.Context, d due) {
 	quarantined := false
 	switch {
 	case outcome == models.ReasonBusy:
-		// The host had no slot for it: not the capability's failure. It
-		// runs at its next period, its failures as they were.
+		// The host had no slot for it: not the capability's failure, and
+		// its period is not lost: it is due again after BusyRetry (or at
+		// its next period, when that comes first), its failures as they
+		// were.
 		set["failures"] = d.Failures
+		retry := now.Add(BusyRetry)
+		if next := time.UnixMicro(d.NextRunAt).Add(d.period); retry.Before(next) {
+			set["next_run_at"] = retry.UnixMicro()
+		}
 	case err != nil:
 		failures := d.Failures + 1
 		set["failures"] = failures

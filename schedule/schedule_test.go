@@ -69,11 +69,13 @@ func newWorld(t *testing.T, b testenv.Backend) *world {
 // newWorldWithPolicy is newWorld for a plugin with the given data_policy.
 func newWorldWithPolicy(t *testing.T, b testenv.Backend, dataPolicy string) *world {
 	t.Helper()
-	limits := fixture.RunLimits(sandbox.Limits{Timeout: 2 * time.Second})
+	// Runs of one user at once are not what these tests are about: the
+	// slow capability must not hold up the others.
+	limits := fixture.RunLimits(sandbox.Limits{Timeout: 2 * time.Second, PerUser: 4})
 	w := &world{env: fixture.New(t, b, limits), clock: &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
 	w.user = w.env.User(t, "alice")
 	files := map[string][]byte{
-		"capabilities/tick.wasm":  wasmtest.Module(t, "testdata/modules", "tick"),
+		"capabilities/tick.wasm":  wasmtest.Reactor(t, "testdata/reactors", "tick"),
 		"capabilities/exit3.wasm": wasmtest.Module(t, "../sandbox/testdata/modules", "exit3"),
 		"capabilities/sleep.wasm": wasmtest.Module(t, "../sandbox/testdata/modules", "sleep"),
 	}
@@ -165,7 +167,12 @@ func TestExactlyOneReplicaPerPeriod(t *testing.T) {
 			w.clock.add(30 * time.Second)
 		}
 		if got := w.ticks(t); got != periods {
-			t.Fatalf("ticks = %d, want %d: each run's host actions apply once", got, periods)
+			entries, _, _ := w.env.Store.Audit(context.Background(), w.user.ID, storage.AuditQuery{Actor: models.ActorBackground, Limit: 100})
+			var outcomes []string
+			for _, e := range entries {
+				outcomes = append(outcomes, e.Operation+":"+e.Outcome)
+			}
+			t.Fatalf("ticks = %d, want %d: each run's host actions apply once (audit, newest first: %v)", got, periods, outcomes)
 		}
 		got := 0
 		for _, sub := range subs {

@@ -33,3 +33,31 @@ func TestLoad(t *testing.T) {
 		t.Fatal("a malformed environment key was accepted")
 	}
 }
+
+func TestSealer(t *testing.T) {
+	key := make([]byte, Size)
+	s, err := NewSealer(key, "credentials")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := s.Seal([]byte("sk-live-123"), "inst_a/github")
+	if bytes.Contains(sealed, []byte("sk-live-123")) {
+		t.Fatal("the plaintext is in the sealed value")
+	}
+	if got, err := s.Open(sealed, "inst_a/github"); err != nil || string(got) != "sk-live-123" {
+		t.Fatalf("open: %q %v", got, err)
+	}
+	other, _ := NewSealer(key, "oauth states")
+	altered := append([]byte{}, sealed...)
+	altered[len(altered)-1] ^= 1
+	for name, open := range map[string]func() ([]byte, error){
+		"another context": func() ([]byte, error) { return s.Open(sealed, "inst_b/github") },
+		"another purpose": func() ([]byte, error) { return other.Open(sealed, "inst_a/github") },
+		"altered":         func() ([]byte, error) { return s.Open(altered, "inst_a/github") },
+		"truncated":       func() ([]byte, error) { return s.Open(sealed[:5], "inst_a/github") },
+	} {
+		if _, err := open(); err != ErrUnsealed {
+			t.Errorf("%s: %v, want ErrUnsealed", name, err)
+		}
+	}
+}

@@ -8,11 +8,13 @@ package server
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/x509"
 	"database/sql"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"sync"
 	"time"
@@ -23,7 +25,9 @@ import (
 	"pluginhost/bundle"
 	"pluginhost/capability"
 	"pluginhost/changes"
+	"pluginhost/connections"
 	"pluginhost/database"
+	"pluginhost/egress"
 	"pluginhost/extensions"
 	"pluginhost/gqlhttp"
 	"pluginhost/httpapi"
@@ -33,6 +37,7 @@ import (
 	"pluginhost/metrics"
 	"pluginhost/migrations"
 	"pluginhost/models"
+	"pluginhost/netfetch"
 	"pluginhost/relay"
 	"pluginhost/resolvers"
 	"pluginhost/sandbox"
@@ -74,26 +79,36 @@ type Config struct {
 	Background bool
 	// Revision names the build, for /metrics.
 	Revision string
+	// EgressAllowPrivate opens address ranges outside public unicast to the
+	// image proxy and capability fetches (--egress-allow-private);
+	// EgressCA is a PEM file of extra roots they trust (--egress-ca).
+	EgressAllowPrivate []netip.Prefix
+	EgressCA           string
+	// PublicURL is the server's address as browsers reach it, for OAuth
+	// redirects (--public-url); empty: the address each request came to.
+	PublicURL string
 }
 
 // Server is the wired host. Its parts are exported for tests and for the
 // command's shutdown; they are built by New and must not be replaced.
 type Server struct {
-	DB        *database.DB
-	Bus       *changes.Bus
-	Gate      *access.Gate
-	Auth      *auth.Service
-	Storage   *storage.Service
-	Lifecycle *lifecycle.Service
-	AI        *aitools.Service
-	UI        *extensions.Service
-	Engine    *sandbox.Engine
-	Runs      *capability.Service
-	Schedule  *schedule.Scheduler
-	Hub       *live.Hub
-	GraphQL   *gqlhttp.Server
-	Relay     *relay.Relay // nil without Redis
-	Drain     *httpapi.Drain
+	DB          *database.DB
+	Bus         *changes.Bus
+	Gate        *access.Gate
+	Auth        *auth.Service
+	Storage     *storage.Service
+	Lifecycle   *lifecycle.Service
+	AI          *aitools.Service
+	UI          *extensions.Service
+	Engine      *sandbox.Engine
+	Runs        *capability.Service
+	Connections *connections.Service
+	Fetch       *netfetch.Service
+	Schedule    *schedule.Scheduler
+	Hub         *live.Hub
+	GraphQL     *gqlhttp.Server
+	Relay       *relay.Relay // nil without Redis
+	Drain       *httpapi.Drain
 	// Handler serves every route, with the access log.
 	Handler http.Handler
 	Log     *slog.Logger
@@ -172,7 +187,24 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 		return nil, err
 	}
 	s.onClose(func() { s.Engine.Close(context.Background()) })
-	s.Runs = &capability.Service{DB: s.DB, Storage: s.Storage, Engine: s.Engine, Gate: s.Gate, Log: log}
+	// What plugins reach outside: one egress policy for the image proxy,
+	// capability fetches and OAuth token endpoints.
+	policy := &egress.Policy{AllowPrivate: cfg.EgressAllowPrivate}
+	roots, err := egress.RootCAs(cfg.EgressCA)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.EgressAllowPrivate) > 0 || cfg.EgressCA != "" {
+		log.Warn("egress opened by the operator", "allow_private", fmt.Sprint(cfg.EgressAllowPrivate), "extra_ca", cfg.EgressCA)
+	}
+	sealer, err := secret.NewSealer(key, "connections")
+	if err != nil {
+		return nil, err
+	}
+	s.Fetch = &netfetch.Service{Policy: policy, RootCAs: roots, Storage: s.Storage, Log: log}
+	s.Connections = &connections.Service{DB: s.DB, Gate: s.Gate, Sealer: sealer, HTTP: s.Fetch.Client(), Log: log}
+	s.Fetch.Connections = s.Connections
+	s.Runs = &capability.Service{DB: s.DB, Storage: s.Storage, Engine: s.Engine, Gate: s.Gate, Fetch: s.Fetch, Log: log}
 	s.Schedule = &schedule.Scheduler{DB: s.DB, Runner: s.Runs, Gate: s.Gate, Log: log}
 	s.onClose(s.Schedule.Close)
 
@@ -183,7 +215,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	s.Hub = &live.Hub{Bus: s.Bus, Storage: s.Storage, MaxPerConnection: cfg.MaxSubscriptionsPerConnection,
 		MaxPerUser: cfg.MaxSubscriptionsPerUser, Log: log}
 	s.GraphQL = gqlhttp.New(&resolvers.Resolver{Auth: s.Auth, Lifecycle: s.Lifecycle, Storage: s.Storage, AI: s.AI, UI: s.UI,
-		Live: s.Hub, Capabilities: s.Runs, Schedule: s.Schedule, Log: log},
+		Live: s.Hub, Capabilities: s.Runs, Schedule: s.Schedule, Connections: s.Connections, Log: log},
 		s.Auth, cfg.Limits, gqlhttp.Options{InitTimeout: cfg.WebsocketInitTimeout}, log)
 	// Taken down first: websockets close (going away), then subscriptions end.
 	s.onClose(s.Hub.Close)
@@ -204,7 +236,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	}
 	api := &httpapi.Server{
 		Auth: s.Auth, Storage: s.Storage, DB: s.DB, GraphQL: s.GraphQL, Playground: cfg.Playground, Gate: s.Gate,
-		ImageProxy: &imageproxy.Proxy{Logger: log}, Metrics: m, Log: log,
+		ImageProxy: &imageproxy.Proxy{Fetcher: imageFetcher(policy, roots), Logger: log}, Metrics: m, Log: log,
+		Connections: s.Connections, PublicURL: cfg.PublicURL,
 	}
 	app := &webhost.Server{
 		User: api.PageUser("pluginhost app"), WithUser: auth.WithUser, GraphQL: s.GraphQL,
@@ -222,6 +255,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	go s.Auth.WatchRevocations(watch, log, s.GraphQL.Sockets.CloseToken)
 	s.onClose(stopWatch)
 	return s, nil
+}
+
+// imageFetcher is the image proxy's fetcher under the egress policy.
+func imageFetcher(p *egress.Policy, roots *x509.CertPool) *imageproxy.Fetcher {
+	f := imageproxy.New()
+	f.Policy, f.RootCAs = p, roots
+	return f
 }
 
 // onClose adds a step to Close; steps run in the reverse order of their

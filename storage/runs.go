@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"database/sql"
+	"pluginhost/access"
+	"pluginhost/database"
 	"pluginhost/models"
 )
 
@@ -55,20 +57,93 @@ func (s *Service) RecordCapability(ctx context.Context, c models.Caller, install
 func (s *Service) queueRun(ctx context.Context, r auditRecord) error {
 	q := s.runQueue()
 	q.mu.Lock()
-	if q.closed || len(q.pending) >= maxPendingRuns {
+	if q.closed || len(q.pending)+len(q.fetches) >= maxPendingRuns {
 		q.mu.Unlock()
 		return s.recordAudit(ctx, r) // shutting down, or the database is behind: wait for it
 	}
 	q.pending = append(q.pending, r)
-	if len(q.pending) == 1 {
+	q.wakeLocked()
+	q.mu.Unlock()
+	return nil
+}
+
+// wakeLocked wakes the writer for the first record waiting.
+func (q *runQueue) wakeLocked() {
+	if len(q.pending)+len(q.fetches) == 1 {
 		select {
 		case q.wake <- struct{}{}:
 		default: // the writer is awake already
 		}
 	}
+}
+
+// FetchRecord is the audit record of one request a capability had the host
+// make: never the URL's path or query, its headers or bodies.
+type FetchRecord struct {
+	UserID, InstallationID, InstanceID, Capability string
+	Host, Method, Connection                       string
+	Status                                         int
+	Outcome                                        string // ok, or the error the module was given
+	BytesSent, BytesReceived                       int64
+	Duration                                       time.Duration
+	At                                             time.Time
+}
+
+// RecordFetches records fetches in their audit trail, written as the
+// records of runs are (RecordRun).
+func (s *Service) RecordFetches(ctx context.Context, records []FetchRecord) error {
+	rows := make([]database.FetchAuditRow, len(records))
+	for i, r := range records {
+		rows[i] = database.FetchAuditRow{UserID: r.UserID, InstallationID: r.InstallationID, InstanceID: r.InstanceID,
+			Capability: auditField(r.Capability, MaxAuditCapabilityChars), Host: auditField(r.Host, 260), Method: auditField(r.Method, 16),
+			Status: r.Status, Outcome: auditField(r.Outcome, MaxAuditOutcomeChars), Connection: auditField(r.Connection, 64),
+			BytesSent: r.BytesSent, BytesReceived: r.BytesReceived, DurationMicros: r.Duration.Microseconds(), CreatedAt: r.At.UnixMicro()}
+	}
+	q := s.runQueue()
+	q.mu.Lock()
+	if q.closed || len(q.pending)+len(q.fetches) >= maxPendingRuns {
+		q.mu.Unlock()
+		return s.DB.Write.WithContext(ctx).Create(&rows).Error
+	}
+	for _, r := range rows {
+		q.fetches = append(q.fetches, r)
+		q.wakeLocked()
+	}
 	q.mu.Unlock()
 	return nil
 }
+
+// Fetches returns the newest fetch records of an Instance the user may
+// manage, newest first (limit 1 to 100).
+func (s *Service) Fetches(ctx context.Context, c models.Caller, instanceID string, limit int) ([]FetchRecord, error) {
+	if limit < 1 || limit > 100 {
+		return nil, models.Errorf(models.ErrInvalid, "limit is %d; it must be from 1 to 100", limit)
+	}
+	r, err := s.Gate.Read(ctx, instanceID)
+	if err != nil {
+		return nil, s.internal(err)
+	}
+	if err := access.Decide(c, instanceID, r, access.Manage); err != nil {
+		return nil, err
+	}
+	s.flushRuns()
+	var rows []database.FetchAuditRow
+	if err := s.DB.Read.WithContext(ctx).Where("user_id = ? AND instance_id = ?", c.UserID, instanceID).
+		Order("id DESC").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]FetchRecord, len(rows))
+	for i, r := range rows {
+		out[i] = FetchRecord{UserID: r.UserID, InstallationID: r.InstallationID, InstanceID: r.InstanceID, Capability: r.Capability,
+			Host: r.Host, Method: r.Method, Connection: r.Connection, Status: r.Status, Outcome: r.Outcome,
+			BytesSent: r.BytesSent, BytesReceived: r.BytesReceived, Duration: time.Duration(r.DurationMicros) * time.Microsecond,
+			At: time.UnixMicro(r.CreatedAt).UTC()}
+	}
+	return out, nil
+}
+
+const fetchInsertSQL = `INSERT INTO fetch_audit (user_id, installation_id, instance_id, capability, host, method, status,
+	outcome, connection, bytes_sent, bytes_received, duration_micros, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // RunAuditDelay is the longest a run's audit record waits to be written.
 const RunAuditDelay = 100 * time.Millisecond
@@ -80,6 +155,7 @@ const maxPendingRuns = 4096
 type runQueue struct {
 	mu      sync.Mutex
 	pending []auditRecord
+	fetches []database.FetchAuditRow
 	closed  bool
 	writing sync.Mutex // held while a batch is written, so Flush can wait for it
 	wake    chan struct{}
@@ -121,15 +197,21 @@ func (s *Service) flushRuns() {
 	q.writing.Lock()
 	defer q.writing.Unlock()
 	q.mu.Lock()
-	batch := q.pending
-	q.pending = nil
+	batch, fetches := q.pending, q.fetches
+	q.pending, q.fetches = nil, nil
 	q.mu.Unlock()
-	if len(batch) == 0 {
+	if len(batch)+len(fetches) == 0 {
 		return
 	}
 	err := s.inTx(context.Background(), func(tx *sql.Tx) error {
 		for _, r := range batch {
 			if _, err := tx.Exec(auditInsertSQL, r.args()...); err != nil {
+				return err
+			}
+		}
+		for _, r := range fetches {
+			if _, err := tx.Exec(fetchInsertSQL, r.UserID, r.InstallationID, r.InstanceID, r.Capability, r.Host, r.Method, r.Status,
+				r.Outcome, r.Connection, r.BytesSent, r.BytesReceived, r.DurationMicros, r.CreatedAt); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,381 @@
+// Package netfetch makes the requests capabilities ask for (fetch rounds)
+// under the host's policy: the plugin requests the network permission and
+// lists the host, the user granted the Instance the network, the URL is
+// https, the address is public (or opened by the operator), the module sets
+// no header the host reserves; a connection's credential is attached by the
+// host, only for the connection's hosts. Every request is audited and
+// counted; its answer, or why it could not be made, goes back to the module.
+package netfetch
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"pluginhost/access"
+	"pluginhost/connections"
+	"pluginhost/egress"
+	"pluginhost/metrics"
+	"pluginhost/models"
+	"pluginhost/sandbox"
+	"pluginhost/storage"
+)
+
+// Limits of one request.
+const (
+	MaxRequestBody  = 64 << 10 // bytes sent
+	MaxResponseBody = 1 << 20  // bytes received
+	maxHeaders      = 32       // headers a module may set on one request
+	maxHeaderValue  = 8 << 10
+)
+
+// Errors a module may be given instead of a response.
+const (
+	ErrorTimeout           = "timeout"
+	ErrorConnectionRefused = "connection_refused"
+	ErrorTLS               = "tls"
+	ErrorDNS               = "dns"
+	ErrorBodyTooLarge      = "body_too_large"
+	ErrorOther             = "error"
+)
+
+// methods a request may use.
+var methods = map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "OPTIONS": true}
+
+// Service makes the fetches of every run.
+type Service struct {
+	Policy *egress.Policy // nil: public unicast only
+	// RootCAs verifies servers; nil is the system's roots.
+	RootCAs     *x509.CertPool
+	Resolver    egress.Resolver // nil: the system's
+	Connections *connections.Service
+	Storage     *storage.Service // the audit trail
+	Log         *slog.Logger
+
+	once   sync.Once
+	dialer *egress.Dialer
+	client *http.Client
+}
+
+func (s *Service) init() {
+	s.dialer = &egress.Dialer{Policy: s.Policy, Resolver: s.Resolver}
+	s.client = NewClient(s.dialer, s.RootCAs)
+}
+
+// NewClient returns an HTTP client that reaches hosts only through the
+// egress dialer: no proxy from the environment, no redirects followed, no
+// cookies, HTTP/1.1.
+func NewClient(d *egress.Dialer, roots *x509.CertPool) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                  nil,
+			DialContext:            d.DialContext,
+			TLSClientConfig:        &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+			TLSHandshakeTimeout:    5 * time.Second,
+			ResponseHeaderTimeout:  10 * time.Second,
+			MaxResponseHeaderBytes: 64 << 10,
+			DisableCompression:     true,
+			MaxIdleConns:           64,
+			MaxIdleConnsPerHost:    4,
+			IdleConnTimeout:        30 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Client is the HTTP client of the service (for the connections' token
+// endpoints, which go through the same egress).
+func (s *Service) Client() *http.Client {
+	s.once.Do(s.init)
+	return s.client
+}
+
+// Run is what a run's fetches are allowed: its Instance (through the gate)
+// and capability.
+type Run struct {
+	Target     *access.Target
+	Capability string
+	UserID     string
+}
+
+// Fetcher returns the sandbox.Fetcher of one run.
+func (s *Service) Fetcher(run Run) sandbox.Fetcher {
+	s.once.Do(s.init)
+	return func(ctx context.Context, round int, reqs []sandbox.FetchRequest) (map[string]sandbox.FetchAnswer, error) {
+		answers, err := s.round(ctx, run, reqs)
+		if err != nil {
+			var e *models.Error
+			if errors.As(err, &e) {
+				metrics.FetchRefused(e.Reason)
+			}
+		}
+		return answers, err
+	}
+}
+
+// prepared is a request that passed the policy.
+type prepared struct {
+	req        sandbox.FetchRequest
+	target     *egress.Target
+	body       []byte
+	credential [2]string // header and value, when a connection is named
+}
+
+func denied(format string, args ...any) error {
+	return models.CapabilityFailed(models.ReasonNetworkDenied, format, args...)
+}
+
+// check applies the policy to every request of the round before any is
+// made: one refusal refuses the round.
+func (s *Service) check(ctx context.Context, run Run, reqs []sandbox.FetchRequest) ([]prepared, error) {
+	t := run.Target
+	m := t.Manifest
+	if !m.HasPermission(models.PermissionNetwork) {
+		return nil, denied("plugin %s does not request the network permission, so its capabilities cannot fetch", t.Installation.PluginID)
+	}
+	if !t.Instance.HasGrant(models.PermissionNetwork) {
+		return nil, denied("this Instance has no network grant: the user grants it (setInstanceGrant network) before its capabilities may fetch")
+	}
+	var hosts []string
+	if m.Network != nil {
+		hosts = m.Network.Hosts
+	}
+	out := make([]prepared, len(reqs))
+	for i, r := range reqs {
+		p := prepared{req: r}
+		tgt, e := egress.ParseURL(r.URL)
+		if e != nil {
+			if e.Reason == egress.ReasonNotHTTPS {
+				return nil, denied("fetch %q: %s (%s); only https", r.ID, e.Detail, e.Host)
+			}
+			return nil, denied("fetch %q: the URL is not one the host fetches: %s", r.ID, e.Detail)
+		}
+		if tgt.IP.IsValid() {
+			return nil, denied("fetch %q: host %s is an IP address; network.hosts lists names", r.ID, tgt.Host)
+		}
+		if !models.HostsAllow(hosts, tgt.Host, tgt.Port) {
+			return nil, denied("fetch %q: host %s is not among the plugin's network.hosts", r.ID, tgt.HostPort())
+		}
+		p.target = tgt
+		method := strings.ToUpper(r.Method)
+		if r.Method == "" {
+			method = "GET"
+		}
+		if !methods[method] {
+			return nil, denied("fetch %q: method %q; one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS", r.ID, r.Method)
+		}
+		p.req.Method = method
+		if len(r.Headers) > maxHeaders {
+			return nil, denied("fetch %q: %d headers; at most %d", r.ID, len(r.Headers), maxHeaders)
+		}
+		for name, value := range r.Headers {
+			if !models.FetchHeaderAllowed(name) {
+				return nil, denied("fetch %q: header %q is not the module's to set (the host sets Authorization, Cookie, Host and the headers that frame a request)", r.ID, truncate(name, 64))
+			}
+			if len(value) > maxHeaderValue || strings.ContainsAny(value, "\r\n\x00") {
+				return nil, denied("fetch %q: the value of header %s holds a line break or is over %d bytes", r.ID, name, maxHeaderValue)
+			}
+		}
+		p.body = []byte(r.Body)
+		if r.BodyEncoding == "base64" {
+			b, err := base64.StdEncoding.DecodeString(r.Body)
+			if err != nil {
+				return nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch %q: the body is not base64: %v", r.ID, err)
+			}
+			p.body = b
+		}
+		if len(p.body) > MaxRequestBody {
+			return nil, denied("fetch %q: a body of %d bytes; at most %d", r.ID, len(p.body), MaxRequestBody)
+		}
+		if r.Connection != "" {
+			conn, ok := m.Connection(r.Connection)
+			if !ok {
+				return nil, denied("fetch %q: plugin %s declares no connection %q", r.ID, t.Installation.PluginID, r.Connection)
+			}
+			if !models.HostsAllow(conn.Hosts, tgt.Host, tgt.Port) {
+				return nil, denied("fetch %q: connection %q is sent only to its hosts (%s), not to %s", r.ID, conn.ID, strings.Join(conn.Hosts, ", "), tgt.HostPort())
+			}
+			header, value, err := s.Connections.Credential(ctx, t, conn)
+			if err != nil {
+				return nil, err
+			}
+			p.credential = [2]string{header, value}
+		}
+		out[i] = p
+	}
+	// The early address check: a name that resolves outside the policy is
+	// refused before any request is made (the dial checks again).
+	for _, p := range out {
+		if err := s.dialer.CheckHost(ctx, p.target.Host); err != nil {
+			var e *egress.Error
+			if errors.As(err, &e) {
+				return nil, denied("fetch %q: host %s: %s", p.req.ID, p.target.HostPort(), e.Detail)
+			}
+		}
+	}
+	return out, nil
+}
+
+// round checks and makes one round of requests, at once.
+func (s *Service) round(ctx context.Context, run Run, reqs []sandbox.FetchRequest) (map[string]sandbox.FetchAnswer, error) {
+	ps, err := s.check(ctx, run, reqs)
+	if err != nil {
+		return nil, err
+	}
+	answers := make([]sandbox.FetchAnswer, len(ps))
+	records := make([]storage.FetchRecord, len(ps))
+	errs := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], records[i], errs[i] = s.do(ctx, p)
+		}()
+	}
+	wg.Wait()
+	t := run.Target
+	for i := range records {
+		r := &records[i]
+		r.UserID, r.InstallationID, r.InstanceID, r.Capability = run.UserID, t.Installation.ID, t.Instance.ID, run.Capability
+	}
+	if err := s.Storage.RecordFetches(context.WithoutCancel(ctx), records); err != nil && s.Log != nil {
+		s.Log.Error("fetch: audit records lost", "err", err, "instance", t.Instance.ID)
+	}
+	out := make(map[string]sandbox.FetchAnswer, len(ps))
+	for i, p := range ps {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		out[p.req.ID] = answers[i]
+	}
+	return out, nil
+}
+
+// do makes one request. An address the policy refuses at dial time fails
+// the run (network_denied); any other failure is the module's answer.
+func (s *Service) do(ctx context.Context, p prepared) (sandbox.FetchAnswer, storage.FetchRecord, error) {
+	begun := time.Now()
+	rec := storage.FetchRecord{Host: p.target.HostPort(), Method: p.req.Method, Connection: p.req.Connection, At: begun.UTC(),
+		BytesSent: int64(len(p.body))}
+	finish := func(a sandbox.FetchAnswer, outcome string) (sandbox.FetchAnswer, storage.FetchRecord, error) {
+		rec.Duration, rec.Outcome, rec.Status = time.Since(begun), outcome, a.Status
+		metrics.Fetch(outcome, rec.Duration)
+		return a, rec, nil
+	}
+	var body io.Reader
+	if len(p.body) > 0 || p.req.Method == "POST" || p.req.Method == "PUT" || p.req.Method == "PATCH" {
+		body = strings.NewReader(string(p.body))
+	}
+	req, err := http.NewRequestWithContext(ctx, p.req.Method, p.target.URL.String(), body)
+	if err != nil {
+		return finish(sandbox.FetchAnswer{Error: "the request could not be made: " + errText(err)}, ErrorOther)
+	}
+	for name, value := range p.req.Headers {
+		req.Header.Set(name, value)
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "pluginhost-fetch/1")
+	}
+	if p.credential[0] != "" {
+		req.Header.Set(p.credential[0], p.credential[1])
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		var e *egress.Error
+		if errors.As(err, &e) {
+			rec.Duration, rec.Outcome = time.Since(begun), "network_denied"
+			return sandbox.FetchAnswer{}, rec, denied("fetch %q: host %s: %s", p.req.ID, rec.Host, e.Detail)
+		}
+		kind, text := classify(ctx, err)
+		return finish(sandbox.FetchAnswer{Error: text}, kind)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
+	rec.BytesReceived = int64(len(data))
+	if err != nil {
+		kind, text := classify(ctx, err)
+		return finish(sandbox.FetchAnswer{Error: text}, kind)
+	}
+	if len(data) > MaxResponseBody {
+		return finish(sandbox.FetchAnswer{Status: resp.StatusCode, Error: ErrorBodyTooLarge}, ErrorBodyTooLarge)
+	}
+	a := sandbox.FetchAnswer{Status: resp.StatusCode, Headers: headers(resp.Header)}
+	if utf8.Valid(data) {
+		a.Body = string(data)
+	} else {
+		a.Body, a.BodyEncoding = base64.StdEncoding.EncodeToString(data), "base64"
+	}
+	return finish(a, "ok")
+}
+
+// headers flattens the response's headers for the module: lower-case
+// names, values joined; never Set-Cookie.
+func headers(h http.Header) map[string]string {
+	out := make(map[string]string, len(h))
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		lower := strings.ToLower(name)
+		if lower == "set-cookie" || lower == "set-cookie2" {
+			continue
+		}
+		out[lower] = strings.Join(h[name], ", ")
+	}
+	return out
+}
+
+// classify names a transport failure for the module and the metrics.
+func classify(ctx context.Context, err error) (kind, text string) {
+	var dns *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var recordErr tls.RecordHeaderError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || errors.As(err, &ne) && ne.Timeout():
+		return ErrorTimeout, ErrorTimeout
+	case errors.As(err, &dns):
+		return ErrorDNS, "dns: " + dns.Err
+	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr), errors.As(err, &recordErr):
+		return ErrorTLS, "tls: " + errText(err)
+	case strings.Contains(err.Error(), "connection refused"):
+		return ErrorConnectionRefused, ErrorConnectionRefused
+	case strings.Contains(err.Error(), "tls:"):
+		return ErrorTLS, "tls: " + errText(err)
+	}
+	return ErrorOther, errText(err)
+}
+
+// errText is an error's text without the URL a *url.Error carries (its
+// query may hold what the module put there).
+func errText(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return truncate(err.Error(), 200)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
