@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"pluginhost/bundle"
+	"pluginhost/internal/plugintest"
 	"pluginhost/internal/testenv"
 )
 
@@ -16,7 +17,7 @@ import (
 // extension) with its files byte for byte, after edit changes them.
 func (p *Publisher) weatherPackage(t *testing.T, edit func(files map[string][]byte)) (string, map[string][]byte) {
 	t.Helper()
-	folder, err := bundle.ReadPlugin("../examples/weather")
+	folder, err := bundle.ReadPlugin(plugintest.Example(t, "../examples/weather"))
 	if err != nil {
 		t.Fatal(err)
 	}

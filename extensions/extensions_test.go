@@ -13,6 +13,7 @@ import (
 	"pluginhost/bundle"
 	"pluginhost/extensions"
 	"pluginhost/internal/fixture"
+	"pluginhost/internal/plugintest"
 	"pluginhost/internal/testenv"
 	"pluginhost/models"
 )
@@ -40,7 +41,7 @@ func newHost(t testing.TB, b testenv.Backend) *host {
 // and a response extension, with its manifest changed by edit.
 func weather(t testing.TB, version string, edit func(m map[string]any, files map[string][]byte)) map[string][]byte {
 	t.Helper()
-	folder, err := bundle.ReadPlugin("../examples/weather")
+	folder, err := bundle.ReadPlugin(plugintest.Example(t, "../examples/weather"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"pluginhost/bundle"
+	"pluginhost/internal/plugintest"
 )
 
 // weatherOptions opens examples/weather's response extension with a sample
 // tool result of weather.lookup in the fixtures.
 func weatherOptions(t *testing.T, extension string, result any) Options {
 	t.Helper()
-	folder, err := bundle.ReadPlugin("../examples/weather")
+	folder, err := bundle.ReadPlugin(plugintest.Example(t, "../examples/weather"))
 	if err != nil {
 		t.Fatal(err)
 	}

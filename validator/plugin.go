@@ -93,7 +93,11 @@ func CheckPlugin(files map[string][]byte) (*models.Manifest, *Report) {
 		at := jsonschema.Pointer("/capabilities", i, "module")
 		wasm, ok := files[cp.Module]
 		if !ok {
-			extra.errorf(at, CodeMissingFile, "capability %q runs %s, which is not in the plugin folder", cp.ID, cp.Module)
+			if cp.Source != "" {
+				extra.errorf(at, CodeMissingFile, "capability %q runs %s, which is not in the plugin folder: pluginhost build builds it from %s", cp.ID, cp.Module, cp.Source)
+			} else {
+				extra.errorf(at, CodeMissingFile, "capability %q runs %s, which is not in the plugin folder", cp.ID, cp.Module)
+			}
 			continue
 		}
 		err, done := checked[cp.Module]

@@ -1,7 +1,8 @@
 // Command fetch is a reactor that asks the host for the fetches its
 // arguments list, round after round, then answers what it was given:
 // arguments {"rounds": N, "requests": [kit.Fetch...], "raw": "..."}. With
-// "raw", the first round writes that text as its output instead.
+// "raw", the first round writes that text as its output instead. Its data
+// holds the whole request of its last run, as the module read it.
 package main
 
 import (
@@ -32,7 +33,8 @@ func fetch(req *kit.Request) (*kit.Result, error) {
 	if req.Round < args.Rounds {
 		return kit.Fetching(args.Requests...), nil
 	}
-	return kit.Reply(fmt.Sprintf("%d rounds", req.Round), map[string]any{"round": req.Round, "fetched": json.RawMessage(mustJSON(req.Fetched))}), nil
+	return kit.Reply(fmt.Sprintf("%d rounds", req.Round), map[string]any{"round": req.Round, "fetched": json.RawMessage(mustJSON(req.Fetched)),
+		"request": json.RawMessage(mustJSON(req))}), nil
 }
 
 func mustJSON(v any) []byte {

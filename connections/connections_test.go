@@ -1,0 +1,126 @@
+package connections_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"pluginhost/access"
+	"pluginhost/connections"
+	"pluginhost/internal/fixture"
+	"pluginhost/internal/testenv"
+	"pluginhost/models"
+)
+
+func keyManifest() map[string]any {
+	m := fixture.Manifest("com.example.keys", fixture.NS("notes", 1024))
+	m["permissions"] = []any{"storage", "network"}
+	m["network"] = map[string]any{"hosts": []any{"api.example.com"}}
+	m["connections"] = []any{
+		map[string]any{"id": "svc", "label": "Service", "kind": "api_key", "hosts": []any{"api.example.com"},
+			"api_key": map[string]any{"header": "Authorization", "format": "Token {key}"}},
+		map[string]any{"id": "gh", "label": "GitHub", "kind": "oauth2", "hosts": []any{"api.example.com"},
+			"oauth2": map[string]any{"authorization_url": "https://example.com/authorize", "token_url": "https://example.com/token"}},
+	}
+	return m
+}
+
+// API keys: the rules of a key, the status users see (never the key), the
+// credential a fetch carries, and the security lifecycle: kept but unused
+// while the Instance is disabled, deleted on disconnect, with the Instance,
+// and on uninstall, on both databases.
+func TestAPIKeys(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		env := fixture.New(t, b)
+		ctx := context.Background()
+		alice, bob := env.User(t, "alice"), env.User(t, "bob")
+		installed := env.Install(t, alice, keyManifest())
+		inst := env.Instance(t, alice, installed)
+		other := env.Instance(t, alice, installed)
+		conns := env.Server.Connections
+		a := models.Caller{UserID: alice.ID}
+
+		for _, tt := range []struct {
+			name, conn, key string
+			caller          models.Caller
+			code            models.Code
+			says            string
+		}{
+			{"empty", "svc", "  ", a, models.ErrInvalid, "empty"},
+			{"a line break", "svc", "abc\r\nX-Evil: 1", a, models.ErrInvalid, "control character"},
+			{"past the limit", "svc", strings.Repeat("k", connections.MaxAPIKeyBytes+1), a, models.ErrInvalid, "4097 bytes"},
+			{"at the limit", "svc", strings.Repeat("k", connections.MaxAPIKeyBytes), a, "", ""},
+			{"an OAuth connection", "gh", "k", a, models.ErrInvalid, "OAuth"},
+			{"undeclared", "nope", "k", a, models.ErrInvalid, "declares no connection"},
+			{"another user's Instance", "svc", "k", models.Caller{UserID: bob.ID}, models.ErrPermissionDenied, ""},
+		} {
+			_, err := conns.ConnectAPIKey(ctx, tt.caller, inst.ID, tt.conn, tt.key)
+			if models.ErrorCode(err) != tt.code || tt.code != "" && !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("%s: %v, want %s saying %q", tt.name, err, tt.code, tt.says)
+			}
+		}
+		if _, err := conns.ConnectAPIKey(ctx, a, inst.ID, "svc", "sk-live-42"); err != nil {
+			t.Fatal(err)
+		}
+		list, err := conns.Of(ctx, a, inst.ID)
+		if err != nil || len(list) != 2 || !list[0].Connected || list[1].Connected {
+			t.Fatalf("status: %+v %v", list, err)
+		}
+		if others, _ := conns.Of(ctx, a, other.ID); others[0].Connected {
+			t.Fatal("a key of one Instance shows on another")
+		}
+		target, err := env.Server.Gate.Open(ctx, a, inst.ID, access.Use)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, _ := target.Manifest.Connection("svc")
+		if h, v, err := conns.Credential(ctx, target, conn); err != nil || h != "Authorization" || v != "Token sk-live-42" {
+			t.Fatalf("credential: %s %s %v", h, v, err)
+		}
+		otherTarget, _ := env.Server.Gate.Open(ctx, a, other.ID, access.Use)
+		if _, _, err := conns.Credential(ctx, otherTarget, conn); !strings.Contains(err.Error(), "not connected") {
+			t.Fatalf("the other Instance's credential: %v", err)
+		}
+
+		// Disabled: kept, and nothing may use or connect it.
+		if _, err := env.Life.SetInstanceEnabled(ctx, alice, inst.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conns.ConnectAPIKey(ctx, a, inst.ID, "svc", "k2"); models.ErrorCode(err) != models.ErrPermissionDenied {
+			t.Fatalf("connect while disabled: %v", err)
+		}
+		if _, err := env.Server.Gate.Open(ctx, a, inst.ID, access.Use); models.ErrorCode(err) != models.ErrPermissionDenied {
+			t.Fatalf("a disabled Instance opened for use: %v", err)
+		}
+		if n := testenv.Count(t, env.DB.Read, "installation_credentials", "instance_id = ?", inst.ID); n != 1 {
+			t.Fatalf("%d credentials while disabled, want it kept", n)
+		}
+		env.Life.SetInstanceEnabled(ctx, alice, inst.ID, true)
+
+		// Deleting the Instance deletes its credential, not the other's.
+		conns.ConnectAPIKey(ctx, a, other.ID, "svc", "sk-other")
+		if err := env.Life.DeleteInstance(ctx, alice, inst.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n := testenv.Count(t, env.DB.Read, "installation_credentials", "instance_id = ?", inst.ID); n != 0 {
+			t.Fatalf("%d credentials of a deleted Instance", n)
+		}
+		if n := testenv.Count(t, env.DB.Read, "installation_credentials", "instance_id = ?", other.ID); n != 1 {
+			t.Fatalf("the other Instance's credential went too")
+		}
+		if _, err := conns.Of(ctx, a, inst.ID); models.ErrorCode(err) != models.ErrPermissionDenied {
+			t.Fatalf("a deleted Instance: %v", err)
+		}
+		if err := env.Life.DeleteInstance(ctx, bob, other.ID); models.ErrorCode(err) != models.ErrPermissionDenied {
+			t.Fatalf("bob deleted alice's Instance: %v", err)
+		}
+
+		// Uninstall deletes the rest, whatever the data policy (retain here).
+		if err := env.Life.Uninstall(ctx, alice, installed.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n := testenv.Count(t, env.DB.Read, "installation_credentials", "installation_id = ?", installed.ID); n != 0 {
+			t.Fatalf("%d credentials after uninstall", n)
+		}
+	})
+}

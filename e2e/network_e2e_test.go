@@ -1,0 +1,265 @@
+package e2e
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"pluginhost/bundle"
+	"pluginhost/database"
+	"pluginhost/internal/plugintest"
+	"pluginhost/internal/testenv"
+	"pluginhost/weatherserver"
+)
+
+// weatherPlugin builds examples/weather and points it at the weather service
+// (its port), as its walk-through does.
+func weatherPlugin(t *testing.T, service *weatherserver.Server) (map[string]any, map[string]string) {
+	t.Helper()
+	dir := plugintest.Example(t, "../examples/weather")
+	port := strings.TrimPrefix(service.URL, "https://localhost:")
+	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(strings.ReplaceAll(string(raw), "localhost:8443", "localhost:"+port)), 0o644)
+	folder, err := bundle.ReadPlugin(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(folder.Files["manifest.json"], &m)
+	files := map[string]string{}
+	for name, b := range folder.Files {
+		if name != "manifest.json" {
+			files[name] = string(b)
+		}
+	}
+	return m, files
+}
+
+// The weather example against the local weather service, through a server
+// whose operator opened loopback and trusts the service's CA: a lookup
+// needs the Instance's network grant; the forecast needs the API key
+// connection, which the host attaches; the key shows nowhere else (logs,
+// GraphQL answers, metrics, the audit trails, the module's request); every
+// fetch is audited without its query; disconnect and uninstall delete the
+// key.
+func TestWeatherNetworkE2E(t *testing.T) {
+	service, err := weatherserver.Start("127.0.0.1:0", "wk_e2e_"+fmt.Sprint(time.Now().UnixNano()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer service.Close()
+	caFile := filepath.Join(t.TempDir(), "weather-ca.pem")
+	os.WriteFile(caFile, service.CA.PEM(), 0o644)
+
+	pub := NewPublisher(t)
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "weather.db")
+	h := &host{Server: Start(t, dsn, pub.Dir, "--log-level", "debug", "--egress-allow-private", "127.0.0.0/8,::1", "--egress-ca", caFile), pub: pub}
+	c := h.user(t, "alice", false)
+	var answers []string // every GraphQL answer, for the secret's absence
+	do := func(query string, vars map[string]any) (map[string]json.RawMessage, []GQLError) {
+		data, errs := c.Do(t, query, vars)
+		b, _ := json.Marshal(map[string]any{"data": data, "errors": errs})
+		answers = append(answers, string(b))
+		return data, errs
+	}
+	must := func(query string, vars map[string]any, v any) {
+		t.Helper()
+		data, errs := do(query, vars)
+		if len(errs) > 0 {
+			t.Fatalf("%s: %+v", query, errs)
+		}
+		if v != nil {
+			b, _ := json.Marshal(data)
+			json.Unmarshal(b, v)
+		}
+	}
+	fail := func(reason, query string, vars map[string]any) GQLError {
+		t.Helper()
+		for range 100 { // the module may still be compiling
+			_, errs := do(query, vars)
+			if len(errs) == 1 && errs[0].Extensions["reason"] == "busy" {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			if len(errs) != 1 || errs[0].Extensions["reason"] != reason {
+				t.Fatalf("%s: %+v, want CAPABILITY_FAILED %s", query, errs, reason)
+			}
+			return errs[0]
+		}
+		t.Fatalf("%s: still busy", query)
+		return GQLError{}
+	}
+
+	m, files := weatherPlugin(t, service)
+	var inst struct {
+		InstallPlugin struct{ ID string } `json:"installPlugin"`
+	}
+	must(installMutation, map[string]any{"p": pub.Sign(t, m, files)}, &inst)
+	var created struct {
+		CreateInstance struct{ ID string } `json:"createInstance"`
+	}
+	must(instanceMutation, map[string]any{"i": inst.InstallPlugin.ID, "n": "Home"}, &created)
+	id := created.CreateInstance.ID
+	must(`mutation($i:ID!,$v:JSON!){storageCreate(instanceId:$i,namespace:"settings",key:"service",value:$v){summary}}`,
+		map[string]any{"i": id, "v": service.URL}, nil)
+	const invoke = `mutation($i:ID!,$c:String!,$a:JSON){invoke(instanceId:$i,capability:$c,arguments:$a){summary data}}`
+	lookup := map[string]any{"i": id, "c": "weather.lookup", "a": map[string]any{"city": "Oslo"}}
+
+	// Without the grant, nothing is fetched.
+	if e := fail("network_denied", invoke, lookup); !strings.Contains(e.Message, "network grant") {
+		t.Fatalf("without the grant: %s", e.Message)
+	}
+	must(`mutation($i:ID!){setInstanceGrant(instanceId:$i,permission:"network",granted:true){grants}}`, map[string]any{"i": id}, nil)
+	var looked struct {
+		Invoke struct {
+			Summary string
+			Data    struct {
+				City        string
+				Temperature float64
+				Sky         string
+			}
+		}
+	}
+	for range 100 {
+		data, errs := do(invoke, lookup)
+		if len(errs) == 1 && errs[0].Extensions["reason"] == "busy" {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		if len(errs) > 0 {
+			t.Fatalf("lookup: %+v", errs)
+		}
+		b, _ := json.Marshal(data)
+		json.Unmarshal(b, &looked)
+		break
+	}
+	direct := fetchDirect(t, service, "/v1/current?city=Oslo", "")
+	if looked.Invoke.Data.City != "Oslo" || looked.Invoke.Data.Temperature != direct["temperature"] || looked.Invoke.Data.Sky != direct["sky"] {
+		t.Fatalf("lookup answered %+v; the service says %v", looked.Invoke, direct)
+	}
+
+	// The forecast needs the key: not connected, then a wrong key (the
+	// service's 401 reaches the module), then the right one.
+	forecast := map[string]any{"i": id, "c": "weather.forecast", "a": map[string]any{"city": "Oslo"}}
+	if e := fail("connection_required", invoke, forecast); !strings.Contains(e.Message, "weatherkey") {
+		t.Fatalf("not connected: %s", e.Message)
+	}
+	const connect = `mutation($i:ID!,$k:String!){connectApiKey(instanceId:$i,connection:"weatherkey",key:$k){id connected account}}`
+	must(connect, map[string]any{"i": id, "k": "wk_wrong"}, nil)
+	fail("exit", invoke, forecast)
+	must(connect, map[string]any{"i": id, "k": service.Key}, nil)
+	var fc struct {
+		Invoke struct {
+			Summary string
+			Data    struct{ Days []map[string]any }
+		}
+	}
+	must(invoke, forecast, &fc)
+	if len(fc.Invoke.Data.Days) != 3 || !strings.HasPrefix(fc.Invoke.Summary, "Oslo: ") {
+		t.Fatalf("forecast: %+v", fc.Invoke)
+	}
+
+	// What the user sees of the connection and the fetches.
+	var seen struct {
+		Instance struct {
+			Connections []struct {
+				ID        string
+				Connected bool
+			}
+			Fetches []struct {
+				Capability, Host, Method, Outcome string
+				Status                            int
+				Connection                        *string
+			}
+		}
+	}
+	must(`query($i:ID!){instance(id:$i){connections{id connected account expiresAt} fetches(limit:10){capability host method status outcome connection bytesSent bytesReceived durationMs at}}}`,
+		map[string]any{"i": id}, &seen)
+	if len(seen.Instance.Connections) != 1 || !seen.Instance.Connections[0].Connected {
+		t.Fatalf("connections: %+v", seen.Instance.Connections)
+	}
+	host := strings.TrimPrefix(service.URL, "https://")
+	if f := seen.Instance.Fetches; len(f) != 3 || f[0].Capability != "weather.forecast" || f[0].Status != 200 || f[0].Connection == nil ||
+		f[1].Status != 401 || f[2].Capability != "weather.lookup" || f[2].Host != host || f[2].Method != "GET" || f[2].Outcome != "ok" || f[2].Connection != nil {
+		t.Fatalf("fetches: %+v", f)
+	}
+
+	// The key is nowhere but sealed in its row.
+	resp, err := http.Get(h.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsText, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metricsText), `pluginhost_capability_fetches_total{outcome="ok"} 3`) {
+		t.Errorf("metrics do not count the 3 fetches")
+	}
+	db, err := database.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var tables []string
+	for _, table := range []string{"storage_audit", "fetch_audit", "installation_credentials", "storage_items", "oauth_states"} {
+		var rows []map[string]any
+		db.Read.Table(table).Find(&rows)
+		tables = append(tables, fmt.Sprint(rows))
+	}
+	for where, text := range map[string]string{
+		"the server log": h.Log(), "a GraphQL answer": strings.Join(answers, "\n"), "/metrics": string(metricsText), "the database": strings.Join(tables, "\n"),
+	} {
+		if strings.Contains(text, service.Key) || strings.Contains(text, "wk_wrong") {
+			t.Errorf("the API key shows in %s", where)
+		}
+		if where != "a GraphQL answer" && where != "the database" && strings.Contains(text, "city=Oslo") {
+			t.Errorf("a fetch's query shows in %s", where)
+		}
+	}
+	if n := testenv.Count(t, db.Read, "installation_credentials", "instance_id = ?", id); n != 1 {
+		t.Fatalf("%d credentials, want 1", n)
+	}
+
+	// Disconnect deletes it; so does uninstall, after connecting again.
+	must(`mutation($i:ID!){disconnect(instanceId:$i,connection:"weatherkey")}`, map[string]any{"i": id}, nil)
+	if n := testenv.Count(t, db.Read, "installation_credentials", "instance_id = ?", id); n != 0 {
+		t.Fatalf("%d credentials after disconnect", n)
+	}
+	fail("connection_required", invoke, forecast)
+	must(connect, map[string]any{"i": id, "k": service.Key}, nil)
+	must(`mutation($i:ID!){uninstallPlugin(installationId:$i)}`, map[string]any{"i": inst.InstallPlugin.ID}, nil)
+	if n := testenv.Count(t, db.Read, "installation_credentials", "installation_id = ?", inst.InstallPlugin.ID); n != 0 {
+		t.Fatalf("%d credentials after uninstall", n)
+	}
+}
+
+// fetchDirect asks the weather service itself, trusting its CA.
+func fetchDirect(t *testing.T, s *weatherserver.Server, path, key string) map[string]any {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfigFor(s)}}
+	req, _ := http.NewRequest("GET", s.URL+path, nil)
+	if key != "" {
+		req.Header.Set(weatherserver.KeyHeader, key)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return out
+}
+
+func tlsConfigFor(s *weatherserver.Server) *tls.Config {
+	return &tls.Config{RootCAs: s.CA.Pool()}
+}
