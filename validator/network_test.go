@@ -55,13 +55,19 @@ func TestCheckNetworkAndConnections(t *testing.T) {
 			[]want{{"/network/hosts/0", CodeNetworkHost}}},
 		{"a * inside", func(m map[string]any) { delete(m, "connections"); network(m)["hosts"] = []any{"api.*.example.com"} },
 			[]want{{"/network/hosts/0", CodeNetworkHost}}},
-		{"a scheme", func(m map[string]any) { delete(m, "connections"); network(m)["hosts"] = []any{"https://api.example.com"} },
+		{"a scheme", func(m map[string]any) {
+			delete(m, "connections")
+			network(m)["hosts"] = []any{"https://api.example.com"}
+		},
 			[]want{{"/network/hosts/0", CodeNetworkHost}}},
 		{"port 0", func(m map[string]any) { delete(m, "connections"); network(m)["hosts"] = []any{"api.example.com:0"} },
 			[]want{{"/network/hosts/0", CodeNetworkHost}}},
 		{"upper case", func(m map[string]any) { delete(m, "connections"); network(m)["hosts"] = []any{"API.example.com"} },
 			[]want{{"/network/hosts/0", CodeNetworkHost}}},
-		{"twice", func(m map[string]any) { delete(m, "connections"); network(m)["hosts"] = []any{"a.example.com", "a.example.com:443"} },
+		{"twice", func(m map[string]any) {
+			delete(m, "connections")
+			network(m)["hosts"] = []any{"a.example.com", "a.example.com:443"}
+		},
 			[]want{{"/network/hosts/1", CodeDuplicate}}},
 		{"no hosts member", func(m map[string]any) { delete(m, "connections"); m["network"] = map[string]any{} },
 			[]want{{"/network/hosts", CodeRequired}}},
