@@ -263,3 +263,54 @@ func fetchDirect(t *testing.T, s *weatherserver.Server, path, key string) map[st
 func tlsConfigFor(s *weatherserver.Server) *tls.Config {
 	return &tls.Config{RootCAs: s.CA.Pool()}
 }
+
+// Connecting from the web host: a screen whose source needs the key shows
+// why it failed and the host's own connect banner; the key typed there is
+// saved, the source runs again, and the page never holds the key after.
+// /app/{instance} leads to the first screen (where an OAuth provider's
+// return lands).
+func TestWeatherConnectInBrowser(t *testing.T) {
+	testenv.Chromium(t)
+	service, err := weatherserver.Start("127.0.0.1:0", "wk_browser_"+fmt.Sprint(time.Now().UnixNano()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer service.Close()
+	caFile := filepath.Join(t.TempDir(), "weather-ca.pem")
+	os.WriteFile(caFile, service.CA.PEM(), 0o644)
+	pub := NewPublisher(t)
+	h := &host{Server: Start(t, "sqlite:"+filepath.Join(t.TempDir(), "weather.db"), pub.Dir,
+		"--egress-allow-private", "127.0.0.0/8,::1", "--egress-ca", caFile), pub: pub}
+	c := h.user(t, "alice", false)
+	m, files := weatherPlugin(t, service)
+	_, ids := installApp(t, h, c, m, files, 1)
+	id := ids[0]
+	c.Must(t, `mutation($i:ID!,$v:JSON!){storageCreate(instanceId:$i,namespace:"settings",key:"service",value:$v){summary}}`, map[string]any{"i": id, "v": service.URL}, nil)
+	c.Must(t, `mutation($i:ID!){setInstanceGrant(instanceId:$i,permission:"network",granted:true){grants}}`, map[string]any{"i": id}, nil)
+	if _, errs := retryWhileCompiling(t, c, `mutation($i:ID!){invoke(instanceId:$i,capability:"weather.lookup",arguments:{city:"Bern"}){summary}}`,
+		map[string]any{"i": id}); len(errs) > 0 {
+		t.Fatalf("lookup: %+v", errs)
+	}
+
+	p := openApp(t, c, "/app/"+id+"/week")
+	waitText(p, "Connect Weather service key")
+	waitText(p, "not connected")
+	if v := p.EvalString(`JSON.stringify(window.pluginhostPreview.context().connections)`); v != `{"weatherkey":{"connected":false,"label":"Weather service key","account":null}}` {
+		t.Fatalf("context.connections: %s", v)
+	}
+	p.TypeInto(`[data-ph-connect-key="weatherkey"]`, service.Key)
+	p.Click(`[data-ph-connect="weatherkey"]`)
+	waitText(p, "Bern: ")
+	waitUntil(p, `!document.querySelector('[data-ph-connection]')`, 15*time.Second)
+	if !p.EvalBool(`window.pluginhostPreview.context().connected === true`) {
+		t.Fatal("context.connected is not true after connecting")
+	}
+	if html := p.EvalString(`document.documentElement.outerHTML + JSON.stringify(window.pluginhostPreview.events())`); strings.Contains(html, service.Key) {
+		t.Fatal("the page still holds the key")
+	}
+	screenshot(t, p, "weather-connected")
+
+	// /app/{instance} leads to its first screen, with the query.
+	p.Do("Page.navigate", map[string]any{"url": c.URL + "/app/" + id + "?connected=weatherkey"})
+	waitUntil(p, `location.pathname === "/app/`+id+`/main" && location.search === "?connected=weatherkey"`, 15*time.Second)
+}

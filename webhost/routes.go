@@ -44,6 +44,7 @@ type Server struct {
 func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /app", s.list)
 	mux.HandleFunc("GET /app/{$}", s.list)
+	mux.HandleFunc("GET /app/{instance_id}", s.first)
 	mux.HandleFunc("GET /app/{instance_id}/{extension}", s.screen)
 	for _, method := range []string{"GET ", "POST "} {
 		mux.HandleFunc(method+ListGraphQLPattern, s.graphql)
@@ -60,6 +61,40 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ServeList(w, r, Viewer{Name: user.Name, Admin: user.Admin})
+}
+
+// first sends /app/{instance} to the Instance's first screen (where an OAuth
+// provider's return lands), keeping the query.
+func (s *Server) first(w http.ResponseWriter, r *http.Request) {
+	user, _, ok := s.User(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("instance_id")
+	out := s.Execute(r.Context(), user, `query($i: ID!) { instance(id: $i) { installation { extensions { id point } } } }`, map[string]any{"i": id})
+	var answer struct {
+		Data struct {
+			Instance *struct {
+				Installation struct {
+					Extensions []struct{ ID, Point string }
+				}
+			}
+		}
+	}
+	json.Unmarshal(out, &answer)
+	if inst := answer.Data.Instance; inst != nil {
+		for _, e := range inst.Installation.Extensions {
+			if e.Point == "screen" || e.Point == "home" {
+				target := "/app/" + url.PathEscape(id) + "/" + url.PathEscape(e.ID)
+				if r.URL.RawQuery != "" {
+					target += "?" + r.URL.RawQuery
+				}
+				http.Redirect(w, r, target, http.StatusSeeOther)
+				return
+			}
+		}
+	}
+	http.Redirect(w, r, "/app", http.StatusSeeOther)
 }
 
 func (s *Server) screen(w http.ResponseWriter, r *http.Request) {

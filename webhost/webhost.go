@@ -60,7 +60,7 @@ func Inspector(r *http.Request, v Viewer) bool {
 // the instance id, e: the extension): the Instance, its package's extensions
 // with their configs, and the opening extension's config, generation and
 // persisted state.
-const StartQuery = `query($i: ID!, $e: String!) { instance(id: $i) { id name enabled grants installation { id pluginId name version generation permissions aiStorageConsent extensions { id point config } } } start: uiConfig(instanceId: $i, extension: $e) { extension point generation config persistedState } }`
+const StartQuery = `query($i: ID!, $e: String!) { instance(id: $i) { id name enabled grants connections { id label kind connected account } installation { id pluginId name version generation permissions aiStorageConsent extensions { id point config } } } start: uiConfig(instanceId: $i, extension: $e) { extension point generation config persistedState } }`
 
 // Preload is the answer to StartQuery that the server ran for the page, so
 // that the page starts without a request of its own.

@@ -103,6 +103,7 @@
         var list = exts.map(function (e) { return { id: e.id, point: e.point, config: e.id === start.extension ? start.config : e.config }; });
         var grants = {};
         inst.grants.forEach(function (g) { grants[g] = true; });
+        var cs = connectionsOf(inst.connections);
         loaded = {
           plugin: { id: instl.pluginId, name: instl.name + ' · ' + inst.name, version: instl.version, permissions: instl.permissions, capabilities: [] },
           extensions: list,
@@ -111,8 +112,9 @@
           context: {
             platform: 'web',
             permissions: { storage: true, ai_storage: !!instl.aiStorageConsent, network: !!grants.network },
-            connections: {},
-            connected: true
+            connections: cs.connections,
+            connected: cs.connected,
+            connection_kinds: cs.kinds
           },
           route: live.route || {},
           state: null,
@@ -188,6 +190,46 @@
         if (writes[capability] && (socket === null || subscribed !== socket)) out.changed = true;
         return out;
       });
+    }
+
+    // connectionsOf is what bindings see of each connection (never its
+    // secret), whether all are connected, and each one's kind, for the
+    // host's own connect banners.
+    function connectionsOf(list) {
+      var out = { connections: {}, connected: true, kinds: {} };
+      (list || []).forEach(function (c) {
+        out.connections[c.id] = { connected: c.connected, label: c.label, account: c.account || null };
+        out.kinds[c.id] = c.kind;
+        out.connected = out.connected && c.connected;
+      });
+      return out;
+    }
+    var connectionsQuery = 'query($i: ID!) { instance(id: $i) { connections { id label kind connected account } } }';
+
+    // connections reads the Instance's connections again.
+    function connections() {
+      return gql(connectionsQuery, { i: instanceID }).then(function (r) {
+        if (r.error) return { error: r.error };
+        return connectionsOf(r.data.instance.connections);
+      });
+    }
+
+    // connectKey keeps an API key for a connection; the page forgets it.
+    function connectKey(id, key) {
+      return gql('mutation($i: ID!, $c: String!, $k: String!) { connectApiKey(instanceId: $i, connection: $c, key: $k) { id } }', { i: instanceID, c: id, k: key })
+        .then(function (r) { return r.error ? { error: r.error } : connections(); });
+    }
+
+    // startOAuth returns the provider's page to send the user to; the
+    // provider sends the user back to this page.
+    function startOAuth(id) {
+      return gql('mutation($i: ID!, $c: String!) { startOAuth(instanceId: $i, connection: $c) { authorizationUrl } }', { i: instanceID, c: id })
+        .then(function (r) { return r.error ? { error: r.error } : { url: r.data.startOAuth.authorizationUrl }; });
+    }
+
+    function disconnect(id) {
+      return gql('mutation($i: ID!, $c: String!) { disconnect(instanceId: $i, connection: $c) }', { i: instanceID, c: id })
+        .then(function (r) { return r.error ? { error: r.error } : connections(); });
     }
 
     function persist(extID, values) {
@@ -304,6 +346,9 @@
       persisted: function (extID) { return persistedState[extID] || {}; },
       persist: persist,
       image: image,
+      connectKey: connectKey,
+      startOAuth: startOAuth,
+      disconnect: disconnect,
       watch: function (l) {
         listener = l;
         if (loaded) connect();

@@ -107,6 +107,7 @@
   var extensions = {};
   var app = {
     mode: 'light',
+    connecting: null,
     size: 'compact',
     stack: [],
     generation: 0,
@@ -1604,6 +1605,7 @@
         h('button', { 'class': 'ph-button ph-button-text', type: 'button', on: { click: function () { app.notice = null; render(); } } }, 'Dismiss')
       ]));
     }
+    connectBanners().forEach(function (b) { out.push(b); });
     var loading = Object.keys(route.loading).filter(function (id) { return route.loading[id]; });
     if (loading.length) out.push(h('div', { 'class': 'ph-host-loading', role: 'progressbar', 'data-ph-loading': loading.join(' ') }, h('div', { 'class': 'ph-bar ph-indeterminate' })));
     Object.keys(route.errors).forEach(function (id) {
@@ -1615,6 +1617,60 @@
       ]));
     });
     return out;
+  }
+
+  // connectBanners ask the user to connect each account the plugin declares
+  // and this Instance has not connected (live host only): an API key typed
+  // into the host's own field, or the provider's page for OAuth. The key
+  // goes to the server and is not kept by the page.
+  var keyDrafts = {}; // keys being typed, by connection: never rendered back
+  function connectBanners() {
+    if (!host.connectKey) return [];
+    var conns = fctx.connections || {}, kinds = fctx.connection_kinds || {};
+    return Object.keys(conns).filter(function (id) { return !conns[id].connected; }).map(function (id) {
+      var c = conns[id], busy = app.connecting === id;
+      var parts = [h('span', null, 'Connect ' + c.label + ' to use everything this plugin offers.')];
+      if (kinds[id] === 'api_key') {
+        parts.push(h('input', { 'class': 'ph-input', type: 'password', autocomplete: 'off', 'aria-label': c.label + ' key', 'data-ph-connect-key': id, placeholder: 'Key',
+          on: { input: function (ev) { keyDrafts[id] = ev.target.value; } } }));
+        parts.push(h('button', { 'class': 'ph-button ph-button-text', type: 'button', disabled: busy, 'data-ph-connect': id, on: { click: function () {
+          var key = keyDrafts[id] || '';
+          delete keyDrafts[id];
+          var input = document.querySelector('[data-ph-connect-key="' + id + '"]');
+          if (input) input.value = '';
+          connectWith(id, host.connectKey(id, key));
+        } } }, 'Save key'));
+      } else {
+        parts.push(h('button', { 'class': 'ph-button ph-button-text', type: 'button', disabled: busy, 'data-ph-connect': id, on: { click: function () {
+          app.connecting = id;
+          render();
+          host.startOAuth(id).then(function (r) {
+            app.connecting = null;
+            if (r.error) { app.notice = { code: r.error.code, text: 'Could not connect ' + c.label + ': ' + errorText(r.error) }; render(); return; }
+            emit('connect', { connection: id, kind: 'oauth2' });
+            location.assign(r.url);
+          });
+        } } }, 'Connect'));
+      }
+      return h('div', { 'class': 'ph-retry ph-connect', role: 'region', 'aria-label': 'Connect ' + c.label, 'data-ph-connection': id }, parts);
+    });
+  }
+
+  // connectWith applies a connect answer: the context's connections change
+  // and the sources that failed run again.
+  function connectWith(id, pending) {
+    app.connecting = id;
+    render();
+    pending.then(function (r) {
+      app.connecting = null;
+      if (r.error) { app.notice = { code: r.error.code, text: 'Could not connect: ' + errorText(r.error) }; render(); return; }
+      fctx.connections = r.connections;
+      fctx.connected = r.connected;
+      emit('connect', { connection: id, connected: !!(r.connections[id] && r.connections[id].connected) });
+      var route = currentRoute();
+      if (route) Object.keys(route.errors).forEach(function (sid) { if (route.errors[sid]) loadSource(route, sid, 'connected'); });
+      render();
+    });
   }
 
   // blockedScreen says why the page shows nothing of the plugin: a disabled
