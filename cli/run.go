@@ -7,10 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"pluginhost/access"
 	"pluginhost/bundle"
+	"pluginhost/egress"
 	"pluginhost/models"
+	"pluginhost/netfetch"
 	"pluginhost/sandbox"
 	"pluginhost/validator"
 )
@@ -73,6 +77,10 @@ func runCmd() Command {
 			trigger := fs.Enum("trigger", "PLUGINHOST_RUN_TRIGGER", sandbox.TriggerInvoke, "what the request says started the run",
 				sandbox.TriggerInvoke, sandbox.TriggerSchedule, sandbox.TriggerAI)
 			cacheDir := fs.String("cache-dir", "PLUGINHOST_RUN_CACHE_DIR", defaultCacheDir(), "folder of compiled modules")
+			allowPrivate := fs.String("egress-allow-private", "PLUGINHOST_EGRESS_ALLOW_PRIVATE", "",
+				"CIDR ranges outside public unicast the run's fetches may reach, comma-separated (as serve takes them)")
+			egressCA := fs.String("egress-ca", "PLUGINHOST_EGRESS_CA", "", "PEM file of extra certificate authorities the run's fetches trust")
+			apiKey := fs.String("api-key", "PLUGINHOST_RUN_API_KEY", "", "CONNECTION=KEY: the key an api_key connection's fetches carry")
 			limits := SandboxFlags(fs)
 			return func(ctx context.Context, out IO, pos []string) error {
 				if *dir == "" || *id == "" {
@@ -80,6 +88,9 @@ func runCmd() Command {
 				}
 				job, err := localJob(*dir, *id, *args, *query, *storageFile, *trigger)
 				if err != nil {
+					return err
+				}
+				if err := job.fetching(*allowPrivate, *egressCA, *apiKey); err != nil {
 					return err
 				}
 				engine, err := sandbox.New(ctx, *cacheDir, limits())
@@ -105,7 +116,50 @@ func defaultCacheDir() string {
 // not yet compiled (job.Module is nil; wasm holds the bytes).
 type local struct {
 	sandbox.Job
-	wasm []byte
+	wasm     []byte
+	manifest *models.Manifest
+}
+
+// fetching lets the run's fetch rounds reach the manifest's hosts, as on a
+// server where the user granted the network (apiKey, CONNECTION=KEY, is the
+// key of one api_key connection; nothing else is connected).
+func (j *local) fetching(allowPrivate, caFile, apiKey string) error {
+	open, err := egress.ParsePrefixes(allowPrivate)
+	if err != nil {
+		return Usagef("--egress-allow-private: %v", err)
+	}
+	roots, err := egress.RootCAs(caFile)
+	if err != nil {
+		return Usagef("%v", err)
+	}
+	keys := benchKeys{}
+	if apiKey != "" {
+		id, key, ok := strings.Cut(apiKey, "=")
+		if !ok || id == "" || key == "" {
+			return Usagef("--api-key is CONNECTION=KEY")
+		}
+		keys[id] = key
+	}
+	svc := &netfetch.Service{Policy: &egress.Policy{AllowPrivate: open}, RootCAs: roots, Credentials: keys}
+	t := &access.Target{
+		Instance:     &models.Instance{ID: j.Request.Instance.ID, Enabled: true, Grants: []string{models.PermissionNetwork}},
+		Installation: &models.Installation{ID: j.Request.Instance.InstallationID, PluginID: j.manifest.ID},
+		Manifest:     j.manifest,
+	}
+	j.Fetch = svc.Fetcher(netfetch.Run{Target: t, Capability: j.Capability.ID})
+	return nil
+}
+
+// benchKeys are the API keys given to pluginhost run, by connection.
+type benchKeys map[string]string
+
+func (k benchKeys) Credential(_ context.Context, _ *access.Target, conn models.Connection) (string, string, error) {
+	key, ok := k[conn.ID]
+	if !ok || conn.Kind != models.ConnectionAPIKey {
+		return "", "", models.CapabilityFailed(models.ReasonConnectionRequired, "connection %q is not connected here: pass --api-key %s=KEY (an api_key connection)", conn.ID, conn.ID)
+	}
+	header, value := conn.APIKeyHeader(key)
+	return header, value, nil
 }
 
 func localJob(dir, id, args, query, storageFile, trigger string) (*local, error) {
@@ -125,7 +179,7 @@ func localJob(dir, id, args, query, storageFile, trigger string) (*local, error)
 	if !json.Valid([]byte(args)) {
 		return nil, Usagef("--arguments is not valid JSON")
 	}
-	j := &local{Job: sandbox.Job{Capability: c, Request: sandbox.Request{
+	j := &local{manifest: m, Job: sandbox.Job{Capability: c, Request: sandbox.Request{
 		Capability: c.ID, Kind: c.Kind, Trigger: trigger, Arguments: json.RawMessage(args),
 		Instance: sandbox.Instance{ID: "local", InstallationID: "local", Generation: 1},
 	}}}

@@ -9,6 +9,7 @@ import (
 
 	"pluginhost/internal/plugintest"
 	"pluginhost/internal/wasmtest"
+	"pluginhost/weatherserver"
 )
 
 // pluginhost run runs a capability of a plugin folder with the server's
@@ -59,5 +60,41 @@ func TestRunCommand(t *testing.T) {
 	code, out, errs = sh(t, "run", "--dir", notes, "--capability", "notes.summary", cache)
 	if code != 1 || !strings.Contains(out, `"reason": "exit"`) || !strings.Contains(out, `"exitCode": 3`) || !strings.Contains(errs, "giving up with code 3") {
 		t.Fatalf("a failing module: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// pluginhost run makes a capability's fetch rounds to the manifest's hosts,
+// through the flags' egress, with the key --api-key gives a connection.
+func TestRunCommandFetches(t *testing.T) {
+	service, err := weatherserver.Start("127.0.0.1:0", "wk_run_test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer service.Close()
+	dir := plugintest.Example(t, "../examples/weather")
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(ca, service.CA.PEM(), 0o644)
+	port := strings.TrimPrefix(service.URL, "https://localhost:")
+	manifest, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(strings.ReplaceAll(string(manifest), "localhost:8443", "localhost:"+port)), 0o644)
+	storage := filepath.Join(t.TempDir(), "storage.json")
+	os.WriteFile(storage, []byte(`{"storage_revision": 1, "namespaces": {"settings": [{"key": "service", "value": "`+service.URL+`", "revision": 1}]}}`), 0o644)
+	base := []string{"run", "--dir", dir, "--storage", storage, "--arguments", `{"city": "Oslo"}`, "--cache-dir=" + filepath.Join(t.TempDir(), "cache")}
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"a lookup", []string{"--capability", "weather.lookup", "--egress-allow-private", "127.0.0.0/8,::1", "--egress-ca", ca}, 0, `"city": "Oslo"`},
+		{"loopback not opened", []string{"--capability", "weather.lookup", "--egress-ca", ca}, 1, `"reason": "network_denied"`},
+		{"the CA not trusted", []string{"--capability", "weather.lookup", "--egress-allow-private", "127.0.0.0/8,::1"}, 1, `"reason": "exit"`},
+		{"the forecast without a key", []string{"--capability", "weather.forecast", "--egress-allow-private", "127.0.0.0/8,::1", "--egress-ca", ca}, 1, `"reason": "connection_required"`},
+		{"the forecast with the key", []string{"--capability", "weather.forecast", "--egress-allow-private", "127.0.0.0/8,::1", "--egress-ca", ca, "--api-key", "weatherkey=wk_run_test"}, 0, `"days"`},
+	} {
+		code, out, errs := sh(t, append(base, tt.args...)...)
+		if code != tt.code || !strings.Contains(out, tt.want) {
+			t.Errorf("%s: exit %d (want %d)\n%s\n%s", tt.name, code, tt.code, out, errs)
+		}
 	}
 }

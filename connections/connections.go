@@ -481,11 +481,8 @@ func (s *Service) Credential(ctx context.Context, t *access.Target, conn models.
 	}
 	switch conn.Kind {
 	case models.ConnectionAPIKey:
-		format := conn.APIKey.Format
-		if format == "" {
-			format = "{key}"
-		}
-		return conn.APIKey.Header, strings.Replace(format, "{key}", v.Key, 1), nil
+		header, value = conn.APIKeyHeader(v.Key)
+		return header, value, nil
 	case models.ConnectionOAuth2:
 		if row.ExpiresAt > 0 && s.now().Add(refreshAhead).UnixMicro() >= row.ExpiresAt {
 			if v, err = s.refresh(ctx, t, conn); err != nil {

@@ -122,7 +122,7 @@ func TestHostingOverGraphQL(t *testing.T) {
 			}
 		}
 		noErr(t, json.Unmarshal(raw, &got))
-		for i, ext := range []string{"main", "detail", "forecast"} {
+		for i, ext := range []string{"main", "detail", "week", "forecast"} {
 			x := got[0].Extensions[i]
 			if x.ID != ext || string(x.Config) != compactOf(t, files["ui/"+ext+".json"]) {
 				t.Fatalf("extension %d: %s %s, want the bytes of ui/%s.json", i, x.ID, x.Config, ext)
@@ -140,7 +140,7 @@ func TestHostingOverGraphQL(t *testing.T) {
 		json.Unmarshal(files["manifest.json"], &mraw)
 		json.Unmarshal(files["manifest.json"], &m)
 		c := got[0].Capabilities[0]
-		if c.ID != "weather.lookup" || c.Kind != "tool" || c.Runnable || c.ScheduleSeconds != nil || c.Description != m.Capabilities[0].Description ||
+		if c.ID != "weather.lookup" || c.Kind != "tool" || !c.Runnable || c.ScheduleSeconds != nil || c.Description != m.Capabilities[0].Description ||
 			string(c.InputSchema) != compactOf(t, mraw.Capabilities[0]["input_schema"]) || string(c.OutputSchema) != compactOf(t, mraw.Capabilities[0]["output_schema"]) {
 			t.Fatalf("capability = %+v", c)
 		}

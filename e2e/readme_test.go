@@ -50,8 +50,13 @@ func TestReadmeWalkthrough(t *testing.T) {
 			`"invoke":{"summary":"1 notes, 2 words"`,
 			`"key":"call-bob","value":{"done":true,"text":"call Bob"}`,
 			`"capability":"notes.archive","lastOutcome":"ok"`,
+			"weather service at https://localhost:",
+			`"invoke":{"summary":"Oslo: `,
+			`"connectApiKey":{"id":"weatherkey","connected":true}`,
+			`"capability":"weather.forecast","host":"localhost:`,
 			`"deleted_items":2`,
 			"server stopped",
+			"weather service stopped",
 			"WALK-THROUGH DONE: every step worked.",
 		} {
 			if !strings.Contains(out, want) {

@@ -63,7 +63,7 @@ json_string() {
 # --addr 127.0.0.1:0 and the system picks a free port) and sets URL.
 start_server() {
   skipped "start the server" && return 1
-  stop_server
+  stop_pluginhost
   mkdir -p "$WT"
   "$@" >"$WT/server.log" 2>&1 &
   local pid=$! addr i
@@ -84,9 +84,48 @@ start_server() {
   fail "the server did not start (its log is above)"
 }
 
-# stop_server stops the server started by start_server, here or in an earlier
-# shell, and waits for it to exit. It runs even after a failure.
+# start_weather starts the example weather service (cmd/weatherd, built as
+# $1) in the background on a free port, its CA written to
+# $WT/weather-ca.pem, and sets WEATHER_URL and WEATHER_KEY from what it
+# prints.
+start_weather() {
+  skipped "start the weather service" && return 1
+  mkdir -p "$WT"
+  "$1" --addr 127.0.0.1:0 --ca "$WT/weather-ca.pem" >"$WT/weather.log" 2>&1 &
+  local pid=$! i
+  disown "$pid" 2>/dev/null
+  echo "$pid" >"$WT/weather.pid"
+  for i in $(seq 300); do
+    WEATHER_URL=$(sed -n 's/^weather service listening at \(.*\)$/\1/p' "$WT/weather.log")
+    WEATHER_KEY=$(sed -n 's/^API key: \(.*\)$/\1/p' "$WT/weather.log")
+    if [ -n "$WEATHER_URL" ] && [ -n "$WEATHER_KEY" ]; then
+      WEATHER_PORT=${WEATHER_URL##*:}
+      echo "weather service at $WEATHER_URL (pid $pid), its CA in $WT/weather-ca.pem"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$WT/weather.log" >&2
+  fail "the weather service did not start (its log is above)"
+}
+
+# stop_server stops the server started by start_server (and the weather
+# service of start_weather), here or in an earlier shell, and waits for it
+# to exit. It runs even after a failure.
 stop_server() {
+  local pid
+  pid=$(cat "$WT/weather.pid" 2>/dev/null) && {
+    rm -f "$WT/weather.pid"
+    case $(ps -o comm= -p "$pid" 2>/dev/null || cat "/proc/$pid/comm" 2>/dev/null) in
+    weatherd*) kill "$pid" && echo "weather service stopped (pid $pid)" ;;
+    esac
+  }
+  stop_pluginhost
+}
+
+# stop_pluginhost stops the server alone.
+stop_pluginhost() {
   local pid i
   pid=$(cat "$WT/server.pid" 2>/dev/null) || return 0
   rm -f "$WT/server.pid"
@@ -167,7 +206,7 @@ wait_for() {
   shift 2
   skipped "wait for $text" && return 1
   for i in $(seq "$seconds"); do
-    gql "$@" >/dev/null || return 1
+    gql "$@" >/dev/null || { cat "$WT/answer.json" >&2; echo >&2; return 1; }
     if grep -q -- "$text" "$WT/answer.json"; then
       cat "$WT/answer.json"
       echo

@@ -122,7 +122,7 @@ func TestConfigsStoredAndServed(t *testing.T) {
 
 		exts, err := h.ext.Extensions(ctx, instl.ID)
 		noErr(t, err)
-		wantIDs := []string{"main", "detail", "forecast"}
+		wantIDs := []string{"main", "detail", "week", "forecast"}
 		if len(exts) != len(wantIDs) {
 			t.Fatalf("%d extensions, want %d", len(exts), len(wantIDs))
 		}
@@ -135,8 +135,8 @@ func TestConfigsStoredAndServed(t *testing.T) {
 		if p := exts[0].Placement; p == nil || *p != "navigation" || string(exts[0].Icon) != `"wb_sunny"` || exts[0].Description == nil {
 			t.Fatalf("main's placement, icon, description = %v %s %v", p, exts[0].Icon, exts[0].Description)
 		}
-		if exts[2].Point != models.PointResponse || exts[2].Placement != nil {
-			t.Fatalf("forecast = %+v", exts[2])
+		if exts[3].Point != models.PointResponse || exts[3].Placement != nil {
+			t.Fatalf("forecast = %+v", exts[3])
 		}
 
 		// Capability schemas are kept as the package wrote them: "-100.0",

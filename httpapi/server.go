@@ -69,7 +69,7 @@ func (s *Server) Handler(mount ...func(*http.ServeMux)) http.Handler {
 	if s.Connections != nil {
 		mux.HandleFunc("GET "+connections.CallbackPath, s.oauthCallback)
 	}
-	return s.Metrics.Instrument(s.withBaseURL(mux))
+	return s.withBaseURL(s.Metrics.Instrument(mux))
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {

@@ -45,6 +45,19 @@ type APIKeySpec struct {
 	Format string `json:"format,omitempty"`
 }
 
+// APIKeyHeader is the header, and its value, that carry an API key of an
+// api_key connection.
+func (c Connection) APIKeyHeader(key string) (header, value string) {
+	format := "{key}"
+	if c.APIKey == nil {
+		return "", ""
+	}
+	if c.APIKey.Format != "" {
+		format = c.APIKey.Format
+	}
+	return c.APIKey.Header, strings.Replace(format, "{key}", key, 1)
+}
+
 // OAuth2Spec is a provider's authorization code flow.
 type OAuth2Spec struct {
 	AuthorizationURL string   `json:"authorization_url"`

@@ -25,7 +25,6 @@ import (
 	"unicode/utf8"
 
 	"pluginhost/access"
-	"pluginhost/connections"
 	"pluginhost/egress"
 	"pluginhost/metrics"
 	"pluginhost/models"
@@ -58,11 +57,15 @@ var methods = map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": tr
 type Service struct {
 	Policy *egress.Policy // nil: public unicast only
 	// RootCAs verifies servers; nil is the system's roots.
-	RootCAs     *x509.CertPool
-	Resolver    egress.Resolver // nil: the system's
-	Connections *connections.Service
-	Storage     *storage.Service // the audit trail
-	Log         *slog.Logger
+	RootCAs  *x509.CertPool
+	Resolver egress.Resolver // nil: the system's
+	// Credentials gives the credential a fetch with a connection carries
+	// (the server's connections.Service).
+	Credentials Credentials
+	// Storage keeps the audit trail of fetches; nil keeps none (the local
+	// bench).
+	Storage *storage.Service
+	Log     *slog.Logger
 
 	once   sync.Once
 	dialer *egress.Dialer
@@ -100,6 +103,13 @@ func NewClient(d *egress.Dialer, roots *x509.CertPool) *http.Client {
 func (s *Service) Client() *http.Client {
 	s.once.Do(s.init)
 	return s.client
+}
+
+// Credentials gives the header and value a fetch with a connection
+// carries for an Instance, or the error that fails the run
+// (connection_required).
+type Credentials interface {
+	Credential(ctx context.Context, t *access.Target, conn models.Connection) (header, value string, err error)
 }
 
 // Run is what a run's fetches are allowed: its Instance (through the gate)
@@ -207,7 +217,10 @@ func (s *Service) check(ctx context.Context, run Run, reqs []sandbox.FetchReques
 			if !models.HostsAllow(conn.Hosts, tgt.Host, tgt.Port) {
 				return nil, denied("fetch %q: connection %q is sent only to its hosts (%s), not to %s", r.ID, conn.ID, strings.Join(conn.Hosts, ", "), tgt.HostPort())
 			}
-			header, value, err := s.Connections.Credential(ctx, t, conn)
+			if s.Credentials == nil {
+				return nil, models.CapabilityFailed(models.ReasonConnectionRequired, "fetch %q: connection %q cannot be used here", r.ID, conn.ID)
+			}
+			header, value, err := s.Credentials.Credential(ctx, t, conn)
 			if err != nil {
 				return nil, err
 			}
@@ -251,8 +264,10 @@ func (s *Service) round(ctx context.Context, run Run, reqs []sandbox.FetchReques
 		r := &records[i]
 		r.UserID, r.InstallationID, r.InstanceID, r.Capability = run.UserID, t.Installation.ID, t.Instance.ID, run.Capability
 	}
-	if err := s.Storage.RecordFetches(context.WithoutCancel(ctx), records); err != nil && s.Log != nil {
-		s.Log.Error("fetch: audit records lost", "err", err, "instance", t.Instance.ID)
+	if s.Storage != nil {
+		if err := s.Storage.RecordFetches(context.WithoutCancel(ctx), records); err != nil && s.Log != nil {
+			s.Log.Error("fetch: audit records lost", "err", err, "instance", t.Instance.ID)
+		}
 	}
 	out := make(map[string]sandbox.FetchAnswer, len(ps))
 	for i, p := range ps {

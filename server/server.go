@@ -203,7 +203,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	}
 	s.Fetch = &netfetch.Service{Policy: policy, RootCAs: roots, Storage: s.Storage, Log: log}
 	s.Connections = &connections.Service{DB: s.DB, Gate: s.Gate, Sealer: sealer, HTTP: s.Fetch.Client(), Log: log}
-	s.Fetch.Connections = s.Connections
+	s.Fetch.Credentials = s.Connections
 	s.Runs = &capability.Service{DB: s.DB, Storage: s.Storage, Engine: s.Engine, Gate: s.Gate, Fetch: s.Fetch, Log: log}
 	s.Schedule = &schedule.Scheduler{DB: s.DB, Runner: s.Runs, Gate: s.Gate, Log: log}
 	s.onClose(s.Schedule.Close)
