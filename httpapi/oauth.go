@@ -13,7 +13,8 @@ import (
 
 // withBaseURL records the server's address as this request reached it
 // (PublicURL when the operator set it): where OAuth providers send users
-// back.
+// back. It wraps the GraphQL route alone: inside the mux, so that the
+// route pattern the mux records stays on the request the access log sees.
 func (s *Server) withBaseURL(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		base := s.PublicURL

@@ -50,7 +50,7 @@ func (s *Server) Handler(mount ...func(*http.ServeMux)) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", s.Metrics.Handler())
-	mux.Handle("/graphql", s.graphql())
+	mux.Handle("/graphql", s.withBaseURL(s.graphql()))
 	if s.Playground {
 		mux.Handle("GET /playground", s.playground())
 		mux.HandleFunc("GET /playground/assets/{file}", playgroundAsset)
@@ -69,7 +69,7 @@ func (s *Server) Handler(mount ...func(*http.ServeMux)) http.Handler {
 	if s.Connections != nil {
 		mux.HandleFunc("GET "+connections.CallbackPath, s.oauthCallback)
 	}
-	return s.withBaseURL(s.Metrics.Instrument(mux))
+	return s.Metrics.Instrument(mux)
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
