@@ -27,7 +27,7 @@ import (
 // the rows locked, runs SQL there (with " FOR UPDATE" on MySQL) and hands
 // the row to Decide.
 const SQL = `SELECT instances.id, instances.installation_id, instances.user_id, instances.name, instances.enabled,
-	instances.grants, instances.storage_revision, instances.created_at,
+	instances.grants, instances.storage_revision, instances.created_at, instances.notifications_muted,
 	installations.plugin_id, installations.name, installations.version, installations.generation,
 	installations.status, installations.ai_consent, installations.used_bytes, installations.data_policy
 	FROM instances JOIN installations ON installations.id = instances.installation_id`
@@ -58,7 +58,7 @@ func Scan(s interface{ Scan(...any) error }) (*Row, error) {
 	var grants string
 	var created int64
 	in, inl := &r.Instance, &r.Installation
-	err := s.Scan(&in.ID, &in.InstallationID, &in.UserID, &in.Name, &in.Enabled, &grants, &in.StorageRevision, &created,
+	err := s.Scan(&in.ID, &in.InstallationID, &in.UserID, &in.Name, &in.Enabled, &grants, &in.StorageRevision, &created, &in.NotificationsMuted,
 		&inl.PluginID, &inl.Name, &inl.Version, &inl.Generation, &inl.Status, &inl.AIConsent, &inl.UsedBytes, &inl.DataPolicy)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil

@@ -20,6 +20,7 @@ import (
 	"pluginhost/metrics"
 	"pluginhost/models"
 	"pluginhost/netfetch"
+	"pluginhost/notify"
 	"pluginhost/sandbox"
 	"pluginhost/storage"
 )
@@ -33,7 +34,9 @@ type Service struct {
 	Gate *access.Gate
 	// Fetch makes the fetch rounds of runs; nil: runs cannot fetch.
 	Fetch *netfetch.Service
-	Log   *slog.Logger
+	// Notify keeps the notifications runs send.
+	Notify *notify.Service
+	Log    *slog.Logger
 }
 
 // Call is one run to make.
@@ -151,6 +154,13 @@ func (s *Service) Run(ctx context.Context, call Call) (res *models.ExtensionResu
 		return nil, err
 	}
 
+	// Its notifications are checked before anything is applied: a broken
+	// rule fails the run.
+	notices, err := notify.Parse(t.Manifest, c, out.Notifications)
+	if err != nil {
+		return nil, err
+	}
+
 	// 5. Its host actions, all in one transaction at the run's generation,
 	// or none. The write locks the Instance's row, as every write does, and
 	// applies the gate's rule to it again.
@@ -167,6 +177,14 @@ func (s *Service) Run(ctx context.Context, call Call) (res *models.ExtensionResu
 			return nil, err
 		}
 		res.Evidence = append(res.Evidence, applied.Evidence...)
+	}
+
+	// 6. Its notifications, kept and pushed to the user (none when the
+	// Instance is muted).
+	if len(notices) > 0 && s.Notify != nil {
+		if err := s.Notify.Record(context.WithoutCancel(ctx), t, c.ID, notices); err != nil && s.Log != nil {
+			s.Log.Error("capability: notifications lost", "err", err, "instance", call.InstanceID, "capability", call.Capability)
+		}
 	}
 	return res, nil
 }

@@ -15,6 +15,7 @@ import (
 	"pluginhost/egress"
 	"pluginhost/models"
 	"pluginhost/netfetch"
+	"pluginhost/notify"
 	"pluginhost/sandbox"
 	"pluginhost/validator"
 )
@@ -65,8 +66,9 @@ func runCmd() Command {
 		Detail: "The capability's module reads the request the server would write, with --arguments and, when\n" +
 			"the plugin requests storage, the items of --storage (a JSON file\n" +
 			"{\"storage_revision\": N, \"namespaces\": {\"NS\": [{\"key\", \"value\", \"revision\"}]}}; empty when omitted).\n" +
-			"The ExtensionResult is printed on standard output (host actions are shown, not applied), or on a\n" +
-			"failure {\"error\": {\"code\", \"reason\", \"message\", ...}} with exit 1; the module's standard error\n" +
+			"The ExtensionResult is printed on standard output (host actions and notifications are shown,\n" +
+			"not applied; notifications are checked as the server checks them), or on a failure\n" +
+			"{\"error\": {\"code\", \"reason\", \"message\", ...}} with exit 1; the module's standard error\n" +
 			"goes to standard error. Compiled modules are cached in --cache-dir.",
 		Setup: func(fs *FlagSet) Runner {
 			dir := fs.String("dir", "PLUGINHOST_RUN_DIR", "", "the plugin folder (required)")
@@ -230,9 +232,26 @@ func runLocal(ctx context.Context, engine *sandbox.Engine, j *local, out IO) err
 	if err != nil {
 		return printRunError(out.Stdout, err)
 	}
+	// Notifications are checked as the server checks them.
+	if _, err := notify.Parse(j.manifest, j.Capability, res.Notifications); err != nil {
+		return printRunError(out.Stdout, err)
+	}
+	// Shown as the module returned them, not applied.
+	whole := res.ExtensionResult
+	if res.HostActions != nil || res.Notifications != nil {
+		var data map[string]json.RawMessage
+		json.Unmarshal(whole.Data, &data)
+		if res.HostActions != nil {
+			data["host_actions"] = res.HostActions
+		}
+		if res.Notifications != nil {
+			data["notifications"] = res.Notifications
+		}
+		whole.Data, _ = json.Marshal(data)
+	}
 	enc := json.NewEncoder(out.Stdout)
 	enc.SetIndent("", "  ")
-	return enc.Encode(res.ExtensionResult)
+	return enc.Encode(whole)
 }
 
 // printRunError prints a failed run as {"error": {...}} and returns exit 1.

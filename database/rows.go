@@ -91,6 +91,8 @@ type InstanceRow struct {
 	Grants          string // sorted, comma-separated permission names
 	StorageRevision int64
 	CreatedAt       int64
+	// NotificationsMuted: the user muted the Instance's notifications.
+	NotificationsMuted bool
 }
 
 func (InstanceRow) TableName() string { return "instances" }
@@ -100,6 +102,7 @@ func (r InstanceRow) Model() *models.Instance {
 	return &models.Instance{
 		ID: r.ID, InstallationID: r.InstallationID, UserID: r.UserID, Name: r.Name, Enabled: r.Enabled,
 		Grants: SplitGrants(r.Grants), StorageRevision: r.StorageRevision, CreatedAt: FromMicros(r.CreatedAt),
+		NotificationsMuted: r.NotificationsMuted,
 	}
 }
 
@@ -263,3 +266,35 @@ type FetchAuditRow struct {
 }
 
 func (FetchAuditRow) TableName() string { return "fetch_audit" }
+
+// NotificationRow is a row of notifications.
+type NotificationRow struct {
+	ID             string `gorm:"primaryKey"`
+	UserID         string
+	InstallationID string
+	InstanceID     string
+	NoticeID       string
+	Capability     string
+	Generation     int64
+	Title          string
+	Body           string
+	Severity       string
+	Actions        string // JSON of the buttons
+	ReadAt         int64
+	CreatedAt      int64
+}
+
+func (NotificationRow) TableName() string { return "notifications" }
+
+// PendingActionRow is a row of pending_actions: what a user may still do,
+// such as a notification's host actions.
+type PendingActionRow struct {
+	ID             string `gorm:"primaryKey"`
+	InstallationID string
+	InstanceID     string
+	Kind           string
+	Payload        string
+	CreatedAt      int64
+}
+
+func (PendingActionRow) TableName() string { return "pending_actions" }

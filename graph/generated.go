@@ -11,6 +11,7 @@ import (
 	"math"
 	"pluginhost/connections"
 	"pluginhost/models"
+	"pluginhost/notify"
 	"pluginhost/storage"
 	"pluginhost/validator"
 	"strconv"
@@ -38,6 +39,7 @@ type ResolverRoot interface {
 	Installation() InstallationResolver
 	Instance() InstanceResolver
 	Mutation() MutationResolver
+	Notification() NotificationResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
 }
@@ -186,17 +188,18 @@ type ComplexityRoot struct {
 	}
 
 	Instance struct {
-		BackgroundRuns  func(childComplexity int) int
-		Connections     func(childComplexity int) int
-		CreatedAt       func(childComplexity int) int
-		Enabled         func(childComplexity int) int
-		Fetches         func(childComplexity int, limit *int) int
-		Grants          func(childComplexity int) int
-		ID              func(childComplexity int) int
-		Installation    func(childComplexity int) int
-		Name            func(childComplexity int) int
-		StorageRevision func(childComplexity int) int
-		Usage           func(childComplexity int) int
+		BackgroundRuns     func(childComplexity int) int
+		Connections        func(childComplexity int) int
+		CreatedAt          func(childComplexity int) int
+		Enabled            func(childComplexity int) int
+		Fetches            func(childComplexity int, limit *int) int
+		Grants             func(childComplexity int) int
+		ID                 func(childComplexity int) int
+		Installation       func(childComplexity int) int
+		Name               func(childComplexity int) int
+		NotificationsMuted func(childComplexity int) int
+		StorageRevision    func(childComplexity int) int
+		Usage              func(childComplexity int) int
 	}
 
 	Mutation struct {
@@ -210,9 +213,11 @@ type ComplexityRoot struct {
 		Disconnect            func(childComplexity int, instanceID string, connection string) int
 		InstallPlugin         func(childComplexity int, packageArg string) int
 		Invoke                func(childComplexity int, instanceID string, capability string, arguments models.JSON, query *string, generation *int) int
+		MarkNotificationsRead func(childComplexity int, ids []string) int
 		ResetInstanceStorage  func(childComplexity int, instanceID string) int
 		ResumeBackgroundRun   func(childComplexity int, instanceID string, capability string) int
 		RevokeAccessToken     func(childComplexity int, id string) int
+		RunNotificationAction func(childComplexity int, notificationID string, actionID string) int
 		SaveEntity            func(childComplexity int, instanceID string, key *string, entity SavedEntityInput) int
 		SelectResponseUI      func(childComplexity int, handle string, messageID string, capability string, arguments models.JSON, result models.JSON) int
 		SetAiStorageConsent   func(childComplexity int, installationID string, granted bool) int
@@ -244,6 +249,44 @@ type ComplexityRoot struct {
 		Namespace func(childComplexity int) int
 	}
 
+	Notification struct {
+		Actions    func(childComplexity int) int
+		Body       func(childComplexity int) int
+		Capability func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		InstanceID func(childComplexity int) int
+		NoticeID   func(childComplexity int) int
+		PluginID   func(childComplexity int) int
+		Read       func(childComplexity int) int
+		Severity   func(childComplexity int) int
+		Title      func(childComplexity int) int
+	}
+
+	NotificationAction struct {
+		Arguments  func(childComplexity int) int
+		Capability func(childComplexity int) int
+		Extension  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Label      func(childComplexity int) int
+		Parameters func(childComplexity int) int
+		Type       func(childComplexity int) int
+	}
+
+	NotificationActionResult struct {
+		Extension  func(childComplexity int) int
+		InstanceID func(childComplexity int) int
+		Parameters func(childComplexity int) int
+		Result     func(childComplexity int) int
+		Type       func(childComplexity int) int
+	}
+
+	NotificationPage struct {
+		HasMore       func(childComplexity int) int
+		Notifications func(childComplexity int) int
+		Unread        func(childComplexity int) int
+	}
+
 	OAuthStart struct {
 		AuthorizationURL func(childComplexity int) int
 	}
@@ -261,6 +304,7 @@ type ComplexityRoot struct {
 		HostInfo              func(childComplexity int) int
 		Installations         func(childComplexity int) int
 		Instance              func(childComplexity int, id string) int
+		Notifications         func(childComplexity int, unreadOnly *bool, first *int, after *string) int
 		PluginStorageSnapshot func(childComplexity int, instanceID string) int
 		ResponseCandidates    func(childComplexity int) int
 		SavedEntities         func(childComplexity int, instanceID string, favoritesOnly *bool, limit *int, cursor *string) int
@@ -325,7 +369,8 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		StorageChanged func(childComplexity int, instanceID string, namespaces []string) int
+		NotificationAdded func(childComplexity int) int
+		StorageChanged    func(childComplexity int, instanceID string, namespaces []string) int
 	}
 
 	UiConfig struct {
@@ -400,6 +445,8 @@ type MutationResolver interface {
 	SetOAuthClient(ctx context.Context, pluginID string, connection string, clientID string, clientSecret string) (bool, error)
 	SetExtensionState(ctx context.Context, instanceID string, extension string, values models.JSON) (models.JSON, error)
 	SelectResponseUI(ctx context.Context, handle string, messageID string, capability string, arguments models.JSON, result models.JSON) (*models.ResponseRender, error)
+	MarkNotificationsRead(ctx context.Context, ids []string) (int, error)
+	RunNotificationAction(ctx context.Context, notificationID string, actionID string) (*notify.Outcome, error)
 	InstallPlugin(ctx context.Context, packageArg string) (*models.Installation, error)
 	UpdatePlugin(ctx context.Context, installationID string, packageArg string) (*models.Installation, error)
 	UninstallPlugin(ctx context.Context, installationID string) (bool, error)
@@ -418,6 +465,9 @@ type MutationResolver interface {
 	ResetInstanceStorage(ctx context.Context, instanceID string) (bool, error)
 	ApplyCapabilityResult(ctx context.Context, instanceID string, capability string, generation int, result models.JSON) (*models.ExtensionResult, error)
 }
+type NotificationResolver interface {
+	CreatedAt(ctx context.Context, obj *notify.Notification) (string, error)
+}
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*models.User, error)
 	ValidateManifest(ctx context.Context, manifest models.JSON) (*validator.Report, error)
@@ -428,6 +478,7 @@ type QueryResolver interface {
 	HostInfo(ctx context.Context) (*HostInfo, error)
 	UIConfig(ctx context.Context, instanceID string, extension string) (*models.UIConfig, error)
 	ResponseCandidates(ctx context.Context) ([]*models.ResponseCandidate, error)
+	Notifications(ctx context.Context, unreadOnly *bool, first *int, after *string) (*notify.Page, error)
 	Installations(ctx context.Context) ([]*models.Installation, error)
 	Instance(ctx context.Context, id string) (*models.Instance, error)
 	SavedEntities(ctx context.Context, instanceID string, favoritesOnly *bool, limit *int, cursor *string) (*SavedEntityPage, error)
@@ -438,6 +489,7 @@ type QueryResolver interface {
 }
 type SubscriptionResolver interface {
 	StorageChanged(ctx context.Context, instanceID string, namespaces []string) (<-chan *models.StorageChange, error)
+	NotificationAdded(ctx context.Context) (<-chan *notify.Notification, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1096,6 +1148,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Instance.Name(childComplexity), true
+	case "Instance.notificationsMuted":
+		if e.ComplexityRoot.Instance.NotificationsMuted == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Instance.NotificationsMuted(childComplexity), true
 	case "Instance.storageRevision":
 		if e.ComplexityRoot.Instance.StorageRevision == nil {
 			break
@@ -1219,6 +1277,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Invoke(childComplexity, args["instanceId"].(string), args["capability"].(string), args["arguments"].(models.JSON), args["query"].(*string), args["generation"].(*int)), true
+	case "Mutation.markNotificationsRead":
+		if e.ComplexityRoot.Mutation.MarkNotificationsRead == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_markNotificationsRead_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.MarkNotificationsRead(childComplexity, args["ids"].([]string)), true
 	case "Mutation.resetInstanceStorage":
 		if e.ComplexityRoot.Mutation.ResetInstanceStorage == nil {
 			break
@@ -1252,6 +1321,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RevokeAccessToken(childComplexity, args["id"].(string)), true
+	case "Mutation.runNotificationAction":
+		if e.ComplexityRoot.Mutation.RunNotificationAction == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_runNotificationAction_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RunNotificationAction(childComplexity, args["notificationId"].(string), args["actionId"].(string)), true
 	case "Mutation.saveEntity":
 		if e.ComplexityRoot.Mutation.SaveEntity == nil {
 			break
@@ -1473,6 +1553,166 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.NamespaceUsage.Namespace(childComplexity), true
 
+	case "Notification.actions":
+		if e.ComplexityRoot.Notification.Actions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Notification.Actions(childComplexity), true
+	case "Notification.body":
+		if e.ComplexityRoot.Notification.Body == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Notification.Body(childComplexity), true
+	case "Notification.capability":
+		if e.ComplexityRoot.Notification.Capability == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Notification.Capability(childComplexity), true
+	case "Notification.createdAt":
+		if e.ComplexityRoot.Notification.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Notification.CreatedAt(childComplexity), true
+	case "Notification.id":
+		if e.ComplexityRoot.Notification.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Notification.ID(childComplexity), true
+	case "Notification.instanceId":
+		if e.ComplexityRoot.Notification.InstanceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Notification.InstanceID(childComplexity), true
+	case "Notification.noticeId":
+		if e.ComplexityRoot.Notification.NoticeID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Notification.NoticeID(childComplexity), true
+	case "Notification.pluginId":
+		if e.ComplexityRoot.Notification.PluginID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Notification.PluginID(childComplexity), true
+	case "Notification.read":
+		if e.ComplexityRoot.Notification.Read == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Notification.Read(childComplexity), true
+	case "Notification.severity":
+		if e.ComplexityRoot.Notification.Severity == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Notification.Severity(childComplexity), true
+	case "Notification.title":
+		if e.ComplexityRoot.Notification.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Notification.Title(childComplexity), true
+
+	case "NotificationAction.arguments":
+		if e.ComplexityRoot.NotificationAction.Arguments == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationAction.Arguments(childComplexity), true
+	case "NotificationAction.capability":
+		if e.ComplexityRoot.NotificationAction.Capability == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationAction.Capability(childComplexity), true
+	case "NotificationAction.extension":
+		if e.ComplexityRoot.NotificationAction.Extension == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationAction.Extension(childComplexity), true
+	case "NotificationAction.id":
+		if e.ComplexityRoot.NotificationAction.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationAction.ID(childComplexity), true
+	case "NotificationAction.label":
+		if e.ComplexityRoot.NotificationAction.Label == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationAction.Label(childComplexity), true
+	case "NotificationAction.parameters":
+		if e.ComplexityRoot.NotificationAction.Parameters == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationAction.Parameters(childComplexity), true
+	case "NotificationAction.type":
+		if e.ComplexityRoot.NotificationAction.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationAction.Type(childComplexity), true
+
+	case "NotificationActionResult.extension":
+		if e.ComplexityRoot.NotificationActionResult.Extension == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationActionResult.Extension(childComplexity), true
+	case "NotificationActionResult.instanceId":
+		if e.ComplexityRoot.NotificationActionResult.InstanceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationActionResult.InstanceID(childComplexity), true
+	case "NotificationActionResult.parameters":
+		if e.ComplexityRoot.NotificationActionResult.Parameters == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationActionResult.Parameters(childComplexity), true
+	case "NotificationActionResult.result":
+		if e.ComplexityRoot.NotificationActionResult.Result == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationActionResult.Result(childComplexity), true
+	case "NotificationActionResult.type":
+		if e.ComplexityRoot.NotificationActionResult.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationActionResult.Type(childComplexity), true
+
+	case "NotificationPage.hasMore":
+		if e.ComplexityRoot.NotificationPage.HasMore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationPage.HasMore(childComplexity), true
+	case "NotificationPage.notifications":
+		if e.ComplexityRoot.NotificationPage.Notifications == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationPage.Notifications(childComplexity), true
+	case "NotificationPage.unread":
+		if e.ComplexityRoot.NotificationPage.Unread == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationPage.Unread(childComplexity), true
+
 	case "OAuthStart.authorizationUrl":
 		if e.ComplexityRoot.OAuthStart.AuthorizationURL == nil {
 			break
@@ -1546,6 +1786,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Instance(childComplexity, args["id"].(string)), true
 
+	case "Query.notifications":
+		if e.ComplexityRoot.Query.Notifications == nil {
+			break
+		}
+
+		args, err := ec.field_Query_notifications_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Notifications(childComplexity, args["unreadOnly"].(*bool), args["first"].(*int), args["after"].(*string)), true
 	case "Query.pluginStorageSnapshot":
 		if e.ComplexityRoot.Query.PluginStorageSnapshot == nil {
 			break
@@ -1873,6 +2124,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.StorageChange.StorageRevision(childComplexity), true
 
+	case "Subscription.notificationAdded":
+		if e.ComplexityRoot.Subscription.NotificationAdded == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.NotificationAdded(childComplexity), true
 	case "Subscription.storageChanged":
 		if e.ComplexityRoot.Subscription.StorageChanged == nil {
 			break
@@ -2060,7 +2317,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "admin.graphqls" "ai.graphqls" "capabilities.graphqls" "connections.graphqls" "hosting.graphqls" "live.graphqls" "plugins.graphqls" "saved.graphqls" "schema.graphqls" "storage.graphqls"
+//go:embed "admin.graphqls" "ai.graphqls" "capabilities.graphqls" "connections.graphqls" "hosting.graphqls" "live.graphqls" "notifications.graphqls" "plugins.graphqls" "saved.graphqls" "schema.graphqls" "storage.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -2078,6 +2335,7 @@ var sources = []*ast.Source{
 	{Name: "connections.graphqls", Input: sourceData("connections.graphqls"), BuiltIn: false},
 	{Name: "hosting.graphqls", Input: sourceData("hosting.graphqls"), BuiltIn: false},
 	{Name: "live.graphqls", Input: sourceData("live.graphqls"), BuiltIn: false},
+	{Name: "notifications.graphqls", Input: sourceData("notifications.graphqls"), BuiltIn: false},
 	{Name: "plugins.graphqls", Input: sourceData("plugins.graphqls"), BuiltIn: false},
 	{Name: "saved.graphqls", Input: sourceData("saved.graphqls"), BuiltIn: false},
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
@@ -2391,6 +2649,8 @@ func (ec *executionContext) childFields_Instance(ctx context.Context, field grap
 		return ec.fieldContext_Instance_connections(ctx, field)
 	case "fetches":
 		return ec.fieldContext_Instance_fetches(ctx, field)
+	case "notificationsMuted":
+		return ec.fieldContext_Instance_notificationsMuted(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Instance", field.Name)
 }
@@ -2419,6 +2679,82 @@ func (ec *executionContext) childFields_NamespaceUsage(ctx context.Context, fiel
 		return ec.fieldContext_NamespaceUsage_maxBytes(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NamespaceUsage", field.Name)
+}
+
+func (ec *executionContext) childFields_Notification(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Notification_id(ctx, field)
+	case "instanceId":
+		return ec.fieldContext_Notification_instanceId(ctx, field)
+	case "pluginId":
+		return ec.fieldContext_Notification_pluginId(ctx, field)
+	case "capability":
+		return ec.fieldContext_Notification_capability(ctx, field)
+	case "noticeId":
+		return ec.fieldContext_Notification_noticeId(ctx, field)
+	case "title":
+		return ec.fieldContext_Notification_title(ctx, field)
+	case "body":
+		return ec.fieldContext_Notification_body(ctx, field)
+	case "severity":
+		return ec.fieldContext_Notification_severity(ctx, field)
+	case "actions":
+		return ec.fieldContext_Notification_actions(ctx, field)
+	case "read":
+		return ec.fieldContext_Notification_read(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Notification_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Notification", field.Name)
+}
+
+func (ec *executionContext) childFields_NotificationAction(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_NotificationAction_id(ctx, field)
+	case "label":
+		return ec.fieldContext_NotificationAction_label(ctx, field)
+	case "type":
+		return ec.fieldContext_NotificationAction_type(ctx, field)
+	case "extension":
+		return ec.fieldContext_NotificationAction_extension(ctx, field)
+	case "parameters":
+		return ec.fieldContext_NotificationAction_parameters(ctx, field)
+	case "capability":
+		return ec.fieldContext_NotificationAction_capability(ctx, field)
+	case "arguments":
+		return ec.fieldContext_NotificationAction_arguments(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NotificationAction", field.Name)
+}
+
+func (ec *executionContext) childFields_NotificationActionResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "type":
+		return ec.fieldContext_NotificationActionResult_type(ctx, field)
+	case "instanceId":
+		return ec.fieldContext_NotificationActionResult_instanceId(ctx, field)
+	case "result":
+		return ec.fieldContext_NotificationActionResult_result(ctx, field)
+	case "extension":
+		return ec.fieldContext_NotificationActionResult_extension(ctx, field)
+	case "parameters":
+		return ec.fieldContext_NotificationActionResult_parameters(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NotificationActionResult", field.Name)
+}
+
+func (ec *executionContext) childFields_NotificationPage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "notifications":
+		return ec.fieldContext_NotificationPage_notifications(ctx, field)
+	case "unread":
+		return ec.fieldContext_NotificationPage_unread(ctx, field)
+	case "hasMore":
+		return ec.fieldContext_NotificationPage_hasMore(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NotificationPage", field.Name)
 }
 
 func (ec *executionContext) childFields_OAuthStart(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2983,6 +3319,20 @@ func (ec *executionContext) field_Mutation_invoke_args(ctx context.Context, rawA
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_markNotificationsRead_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "ids",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNID2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ids"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_resetInstanceStorage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3030,6 +3380,28 @@ func (ec *executionContext) field_Mutation_revokeAccessToken_args(ctx context.Co
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_runNotificationAction_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "notificationId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["notificationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "actionId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["actionId"] = arg1
 	return args, nil
 }
 
@@ -3552,6 +3924,36 @@ func (ec *executionContext) field_Query_instance_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_notifications_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "unreadOnly",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["unreadOnly"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -6435,6 +6837,29 @@ func (ec *executionContext) fieldContext_Instance_fetches(ctx context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Instance_notificationsMuted(ctx context.Context, field graphql.CollectedField, obj *models.Instance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Instance_notificationsMuted(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NotificationsMuted, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Instance_notificationsMuted(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Instance", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _Mutation_trustPublisherKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6957,6 +7382,94 @@ func (ec *executionContext) fieldContext_Mutation_selectResponseUi(ctx context.C
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_selectResponseUi_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_markNotificationsRead(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_markNotificationsRead(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().MarkNotificationsRead(ctx, fc.Args["ids"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_markNotificationsRead(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Int does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_markNotificationsRead_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_runNotificationAction(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_runNotificationAction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RunNotificationAction(ctx, fc.Args["notificationId"].(string), fc.Args["actionId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *notify.Outcome) graphql.Marshaler {
+			return ec.marshalNNotificationActionResult2ᚖpluginhostᚋnotifyᚐOutcome(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_runNotificationAction(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationActionResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_runNotificationAction_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -7872,6 +8385,631 @@ func (ec *executionContext) fieldContext_NamespaceUsage_maxBytes(_ context.Conte
 	return graphql.NewScalarFieldContext("NamespaceUsage", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _Notification_id(ctx context.Context, field graphql.CollectedField, obj *notify.Notification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Notification_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Notification_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Notification", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Notification_instanceId(ctx context.Context, field graphql.CollectedField, obj *notify.Notification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Notification_instanceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InstanceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Notification_instanceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Notification", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Notification_pluginId(ctx context.Context, field graphql.CollectedField, obj *notify.Notification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Notification_pluginId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PluginID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Notification_pluginId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Notification", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Notification_capability(ctx context.Context, field graphql.CollectedField, obj *notify.Notification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Notification_capability(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capability, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Notification_capability(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Notification", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Notification_noticeId(ctx context.Context, field graphql.CollectedField, obj *notify.Notification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Notification_noticeId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NoticeID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Notification_noticeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Notification", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Notification_title(ctx context.Context, field graphql.CollectedField, obj *notify.Notification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Notification_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Notification_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Notification", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Notification_body(ctx context.Context, field graphql.CollectedField, obj *notify.Notification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Notification_body(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Body, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Notification_body(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Notification", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Notification_severity(ctx context.Context, field graphql.CollectedField, obj *notify.Notification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Notification_severity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Severity, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Notification_severity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Notification", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Notification_actions(ctx context.Context, field graphql.CollectedField, obj *notify.Notification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Notification_actions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Actions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []notify.Action) graphql.Marshaler {
+			return ec.marshalNNotificationAction2ᚕpluginhostᚋnotifyᚐActionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Notification_actions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Notification",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationAction(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Notification_read(ctx context.Context, field graphql.CollectedField, obj *notify.Notification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Notification_read(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Read, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Notification_read(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Notification", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Notification_createdAt(ctx context.Context, field graphql.CollectedField, obj *notify.Notification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Notification_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Notification().CreatedAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Notification_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Notification", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationAction_id(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationAction_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationAction_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationAction", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationAction_label(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationAction_label(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Label, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationAction_label(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationAction", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationAction_type(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationAction_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationAction_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationAction", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationAction_extension(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationAction_extension(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Extension, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationAction_extension(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationAction", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationAction_parameters(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationAction_parameters(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Parameters, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationAction_parameters(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationAction", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationAction_capability(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationAction_capability(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capability, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationAction_capability(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationAction", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationAction_arguments(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationAction_arguments(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Arguments, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationAction_arguments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationAction", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationActionResult_type(ctx context.Context, field graphql.CollectedField, obj *notify.Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationActionResult_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationActionResult_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationActionResult", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationActionResult_instanceId(ctx context.Context, field graphql.CollectedField, obj *notify.Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationActionResult_instanceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InstanceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationActionResult_instanceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationActionResult", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationActionResult_result(ctx context.Context, field graphql.CollectedField, obj *notify.Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationActionResult_result(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Result, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *models.ExtensionResult) graphql.Marshaler {
+			return ec.marshalOExtensionResult2ᚖpluginhostᚋmodelsᚐExtensionResult(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationActionResult_result(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NotificationActionResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ExtensionResult(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NotificationActionResult_extension(ctx context.Context, field graphql.CollectedField, obj *notify.Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationActionResult_extension(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Extension, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationActionResult_extension(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationActionResult", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationActionResult_parameters(ctx context.Context, field graphql.CollectedField, obj *notify.Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationActionResult_parameters(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Parameters, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalOJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationActionResult_parameters(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationActionResult", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationPage_notifications(ctx context.Context, field graphql.CollectedField, obj *notify.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationPage_notifications(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Notifications, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []notify.Notification) graphql.Marshaler {
+			return ec.marshalNNotification2ᚕpluginhostᚋnotifyᚐNotificationᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationPage_notifications(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NotificationPage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Notification(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NotificationPage_unread(ctx context.Context, field graphql.CollectedField, obj *notify.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationPage_unread(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Unread, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationPage_unread(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationPage", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationPage_hasMore(ctx context.Context, field graphql.CollectedField, obj *notify.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationPage_hasMore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HasMore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationPage_hasMore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationPage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _OAuthStart_authorizationUrl(ctx context.Context, field graphql.CollectedField, obj *OAuthStart) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8331,6 +9469,50 @@ func (ec *executionContext) fieldContext_Query_responseCandidates(_ context.Cont
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ResponseCandidate(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_notifications(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_notifications(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Notifications(ctx, fc.Args["unreadOnly"].(*bool), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *notify.Page) graphql.Marshaler {
+			return ec.marshalNNotificationPage2ᚖpluginhostᚋnotifyᚐPage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_notifications(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationPage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_notifications_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -9570,6 +10752,38 @@ func (ec *executionContext) fieldContext_Subscription_storageChanged(ctx context
 	if fc.Args, err = ec.field_Subscription_storageChanged_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_notificationAdded(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_notificationAdded(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().NotificationAdded(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *notify.Notification) graphql.Marshaler {
+			return ec.marshalNNotification2ᚖpluginhostᚋnotifyᚐNotification(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_notificationAdded(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Notification(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -12680,6 +13894,11 @@ func (ec *executionContext) _Instance(ctx context.Context, sel ast.SelectionSet,
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "notificationsMuted":
+			out.Values[i] = ec._Instance_notificationsMuted(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -12801,6 +14020,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "selectResponseUi":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_selectResponseUi(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "markNotificationsRead":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_markNotificationsRead(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "runNotificationAction":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_runNotificationAction(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -13022,6 +14255,301 @@ func (ec *executionContext) _NamespaceUsage(ctx context.Context, sel ast.Selecti
 			}
 		case "maxBytes":
 			out.Values[i] = ec._NamespaceUsage_maxBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var notificationImplementors = []string{"Notification"}
+
+func (ec *executionContext) _Notification(ctx context.Context, sel ast.SelectionSet, obj *notify.Notification) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, notificationImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Notification")
+		case "id":
+			out.Values[i] = ec._Notification_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "instanceId":
+			out.Values[i] = ec._Notification_instanceId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "pluginId":
+			out.Values[i] = ec._Notification_pluginId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "capability":
+			out.Values[i] = ec._Notification_capability(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "noticeId":
+			out.Values[i] = ec._Notification_noticeId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "title":
+			out.Values[i] = ec._Notification_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "body":
+			out.Values[i] = ec._Notification_body(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "severity":
+			out.Values[i] = ec._Notification_severity(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "actions":
+			out.Values[i] = ec._Notification_actions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "read":
+			out.Values[i] = ec._Notification_read(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Notification_createdAt(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var notificationActionImplementors = []string{"NotificationAction"}
+
+func (ec *executionContext) _NotificationAction(ctx context.Context, sel ast.SelectionSet, obj *notify.Action) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, notificationActionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NotificationAction")
+		case "id":
+			out.Values[i] = ec._NotificationAction_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "label":
+			out.Values[i] = ec._NotificationAction_label(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "type":
+			out.Values[i] = ec._NotificationAction_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "extension":
+			out.Values[i] = ec._NotificationAction_extension(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "parameters":
+			out.Values[i] = ec._NotificationAction_parameters(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "capability":
+			out.Values[i] = ec._NotificationAction_capability(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "arguments":
+			out.Values[i] = ec._NotificationAction_arguments(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var notificationActionResultImplementors = []string{"NotificationActionResult"}
+
+func (ec *executionContext) _NotificationActionResult(ctx context.Context, sel ast.SelectionSet, obj *notify.Outcome) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, notificationActionResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NotificationActionResult")
+		case "type":
+			out.Values[i] = ec._NotificationActionResult_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "instanceId":
+			out.Values[i] = ec._NotificationActionResult_instanceId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "result":
+			out.Values[i] = ec._NotificationActionResult_result(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "extension":
+			out.Values[i] = ec._NotificationActionResult_extension(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "parameters":
+			out.Values[i] = ec._NotificationActionResult_parameters(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var notificationPageImplementors = []string{"NotificationPage"}
+
+func (ec *executionContext) _NotificationPage(ctx context.Context, sel ast.SelectionSet, obj *notify.Page) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, notificationPageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NotificationPage")
+		case "notifications":
+			out.Values[i] = ec._NotificationPage_notifications(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unread":
+			out.Values[i] = ec._NotificationPage_unread(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hasMore":
+			out.Values[i] = ec._NotificationPage_hasMore(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -13343,6 +14871,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_responseCandidates(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "notifications":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_notifications(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -13899,6 +15449,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	switch fields[0].Name {
 	case "storageChanged":
 		return ec._Subscription_storageChanged(ctx, fields[0])
+	case "notificationAdded":
+		return ec._Subscription_notificationAdded(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
@@ -14797,6 +16349,35 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) unmarshalNID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNInstallation2ᚕᚖpluginhostᚋmodelsᚐInstallationᚄ(ctx context.Context, sel ast.SelectionSet, v []*models.Installation) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -14947,6 +16528,76 @@ func (ec *executionContext) marshalNNamespaceUsage2ᚖpluginhostᚋgraphᚐNames
 		return graphql.Null
 	}
 	return ec._NamespaceUsage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNotification2pluginhostᚋnotifyᚐNotification(ctx context.Context, sel ast.SelectionSet, v notify.Notification) graphql.Marshaler {
+	return ec._Notification(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNNotification2ᚕpluginhostᚋnotifyᚐNotificationᚄ(ctx context.Context, sel ast.SelectionSet, v []notify.Notification) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNotification2pluginhostᚋnotifyᚐNotification(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNNotification2ᚖpluginhostᚋnotifyᚐNotification(ctx context.Context, sel ast.SelectionSet, v *notify.Notification) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Notification(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNotificationAction2pluginhostᚋnotifyᚐAction(ctx context.Context, sel ast.SelectionSet, v notify.Action) graphql.Marshaler {
+	return ec._NotificationAction(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNNotificationAction2ᚕpluginhostᚋnotifyᚐActionᚄ(ctx context.Context, sel ast.SelectionSet, v []notify.Action) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNotificationAction2pluginhostᚋnotifyᚐAction(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNNotificationActionResult2ᚖpluginhostᚋnotifyᚐOutcome(ctx context.Context, sel ast.SelectionSet, v *notify.Outcome) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._NotificationActionResult(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNotificationPage2ᚖpluginhostᚋnotifyᚐPage(ctx context.Context, sel ast.SelectionSet, v *notify.Page) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._NotificationPage(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNOAuthStart2ᚖpluginhostᚋgraphᚐOAuthStart(ctx context.Context, sel ast.SelectionSet, v *OAuthStart) graphql.Marshaler {
@@ -15309,6 +16960,13 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOExtensionResult2ᚖpluginhostᚋmodelsᚐExtensionResult(ctx context.Context, sel ast.SelectionSet, v *models.ExtensionResult) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ExtensionResult(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {

@@ -13,8 +13,9 @@ import (
 type Result struct {
 	// Summary is a short human-readable account of the result.
 	Summary string
-	// Data is the result's data, checked against the output_schema (with
-	// host_actions and notifications added when there are any).
+	// Data is the result's data, checked against the output_schema. The
+	// kit adds host_actions and notifications to it when there are any;
+	// the host takes them out again before the check.
 	Data map[string]any
 	// Evidence cites the stored items the result rests on.
 	Evidence []Evidence

@@ -61,7 +61,7 @@ type ModuleCompiler interface {
 const MaxInstanceNameLength = 200
 
 // Grantable permissions of an Instance.
-var grantable = []string{models.PermissionNetwork}
+var grantable = []string{models.PermissionNetwork, models.PermissionNotifications}
 
 // OpenPackage verifies a signed package, checks that its publisher key is
 // trusted, and validates the plugin it holds.
@@ -354,7 +354,8 @@ func (s *Service) Instances(ctx context.Context, installationID string) ([]*mode
 }
 
 // SetInstanceGrant grants or revokes a permission on an Instance. The manifest
-// must request the permission.
+// must request the permission. Notifications are granted unless revoked:
+// revoking mutes the Instance's notifications.
 func (s *Service) SetInstanceGrant(ctx context.Context, user *models.User, instanceID, permission string, granted bool) (*models.Instance, error) {
 	found := false
 	for _, g := range grantable {
@@ -375,6 +376,18 @@ func (s *Service) SetInstanceGrant(ctx context.Context, user *models.User, insta
 		if !instl.Manifest.HasPermission(permission) {
 			return nil, models.Errorf(models.ErrForbidden, "plugin %s does not request the %s permission, so it cannot be granted", instl.PluginID, permission)
 		}
+	}
+	if permission == models.PermissionNotifications {
+		// Notifications are on unless the user mutes them: the grant is
+		// the absence of the mute.
+		if err := database.Retry(ctx, func() error {
+			return s.DB.Write.WithContext(ctx).Model(&database.InstanceRow{}).Where("id = ?", inst.ID).Update("notifications_muted", !granted).Error
+		}); err != nil {
+			return nil, err
+		}
+		inst.NotificationsMuted = !granted
+		s.log().Info("instance notifications muted", "instance", inst.ID, "muted", !granted, "user", user.ID)
+		return inst, nil
 	}
 	grants := inst.Grants
 	if granted {

@@ -14,11 +14,12 @@ import (
 )
 
 // securityTables hold what an Installation keeps under the security
-// lifecycle; uninstall deletes them whatever the data policy.
-var securityTables = []string{"installation_credentials", "oauth_states", "pending_actions"}
+// lifecycle, and the notifications it sent; uninstall deletes them whatever
+// the data policy.
+var securityTables = []string{"installation_credentials", "oauth_states", "pending_actions", "notifications"}
 
-// Uninstall removes an installed plugin. Credentials, OAuth state and pending
-// actions are always deleted. With data_policy purge the Installation, its
+// Uninstall removes an installed plugin. Credentials, OAuth state, pending
+// actions and notifications are always deleted. With data_policy purge the Installation, its
 // Instances and all their stored data are deleted. With retain they are kept,
 // unreachable, until the same user installs the same plugin again; the AI
 // consent is withdrawn, so a reinstall asks for it again.
@@ -94,7 +95,8 @@ func (s *Service) uninstall(tx *gorm.DB, user *models.User, installationID strin
 // DeleteInstance deletes one of the user's Instances with everything it
 // holds: its stored items (their bytes leave the Installation's usage), its
 // persisted UI state and response containers, its schedules, and, under the
-// security lifecycle, its credentials, OAuth states and pending actions.
+// security lifecycle, its credentials, OAuth states, pending actions and
+// notifications.
 // The audit trail keeps its history.
 func (s *Service) DeleteInstance(ctx context.Context, user *models.User, instanceID string) error {
 	var inst database.InstanceRow

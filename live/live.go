@@ -295,6 +295,18 @@ func (h *Hub) release(userID string, conn *Conn) {
 	h.mu.Unlock()
 }
 
+// Hold counts a subscription that is not an Instance's (the viewer's
+// notifications) toward the connection's and the user's bounds, until
+// release is called.
+func (h *Hub) Hold(ctx context.Context, userID string) (release func(), err error) {
+	conn := connFrom(ctx)
+	if err := h.take(userID, conn); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { h.release(userID, conn) }) }, nil
+}
+
 // Open returns how many subscriptions are open.
 func (h *Hub) Open() int {
 	h.mu.Lock()

@@ -38,6 +38,7 @@ var All = []Migration{
 	{8, "quarantine of background capabilities", quarantine},
 	{9, "index of token revocations", tokenRevocations},
 	{10, "connections: credentials and OAuth states per Instance, OAuth clients, the audit of fetches", connections},
+	{11, "notifications, and the mute of an Instance", notifications},
 }
 
 type appliedRow struct {

@@ -46,6 +46,8 @@ type Instance struct {
 	Grants          []string
 	StorageRevision int64
 	CreatedAt       time.Time
+	// NotificationsMuted: the user muted the Instance's notifications.
+	NotificationsMuted bool
 }
 
 // HasGrant reports whether the Instance holds the grant.

@@ -99,6 +99,9 @@ const (
 	// OpAccess is internal: who may watch an Instance changed (disabled,
 	// uninstalled). It is never delivered; watchers check their access again.
 	OpAccess = "access"
+	// OpNotification is internal: a notification for the user was kept
+	// (Key holds its id); published on the user's notification topic.
+	OpNotification = "notification"
 )
 
 // StorageChange is a committed change of one Instance's storage. StorageRevision

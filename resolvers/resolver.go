@@ -12,6 +12,7 @@ import (
 	"pluginhost/extensions"
 	"pluginhost/lifecycle"
 	"pluginhost/live"
+	"pluginhost/notify"
 	"pluginhost/schedule"
 	"pluginhost/storage"
 )
@@ -31,5 +32,7 @@ type Resolver struct {
 	Schedule     *schedule.Scheduler
 	// Connections keeps the accounts plugins use.
 	Connections *connections.Service
-	Log         *slog.Logger
+	// Notify keeps the notifications plugins send the viewer.
+	Notify *notify.Service
+	Log    *slog.Logger
 }

@@ -121,6 +121,9 @@ type Result struct {
 	// HostActions is data.host_actions as the module returned it, nil when
 	// absent; applying them is the caller's.
 	HostActions json.RawMessage
+	// Notifications is data.notifications as the module returned it, nil
+	// when absent; checking and keeping them is the caller's.
+	Notifications json.RawMessage
 }
 
 // Report is what every run leaves, whether or not it succeeded.
@@ -324,11 +327,24 @@ func parseResult(stdout []byte, instanceID string) (*Result, error) {
 	if res.Evidence == nil {
 		res.Evidence = []models.Evidence{}
 	}
-	var compact bytes.Buffer
-	json.Compact(&compact, data)
-	res.Data = compact.Bytes()
+	// The host's own members are the host's: taken out of data before
+	// output_schema and the caller see it.
 	if ha, ok := fields["host_actions"]; ok && string(ha) != "null" {
 		res.HostActions = ha
 	}
+	if n, ok := fields["notifications"]; ok && string(n) != "null" {
+		res.Notifications = n
+	}
+	_, hasActions := fields["host_actions"]
+	_, hasNotices := fields["notifications"]
+	if hasActions || hasNotices {
+		delete(fields, "host_actions")
+		delete(fields, "notifications")
+		res.Data, _ = json.Marshal(fields)
+		return res, nil
+	}
+	var compact bytes.Buffer
+	json.Compact(&compact, data)
+	res.Data = compact.Bytes()
 	return res, nil
 }

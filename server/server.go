@@ -38,6 +38,7 @@ import (
 	"pluginhost/migrations"
 	"pluginhost/models"
 	"pluginhost/netfetch"
+	"pluginhost/notify"
 	"pluginhost/relay"
 	"pluginhost/resolvers"
 	"pluginhost/sandbox"
@@ -104,6 +105,7 @@ type Server struct {
 	Runs        *capability.Service
 	Connections *connections.Service
 	Fetch       *netfetch.Service
+	Notify      *notify.Service
 	Schedule    *schedule.Scheduler
 	Hub         *live.Hub
 	GraphQL     *gqlhttp.Server
@@ -204,7 +206,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	s.Fetch = &netfetch.Service{Policy: policy, RootCAs: roots, Storage: s.Storage, Log: log}
 	s.Connections = &connections.Service{DB: s.DB, Gate: s.Gate, Sealer: sealer, HTTP: s.Fetch.Client(), Log: log}
 	s.Fetch.Credentials = s.Connections
-	s.Runs = &capability.Service{DB: s.DB, Storage: s.Storage, Engine: s.Engine, Gate: s.Gate, Fetch: s.Fetch, Log: log}
+	// Notifications runs send.
+	s.Notify = &notify.Service{DB: s.DB, Gate: s.Gate, Storage: s.Storage, Bus: s.Bus, Log: log}
+	s.Runs = &capability.Service{DB: s.DB, Storage: s.Storage, Engine: s.Engine, Gate: s.Gate, Fetch: s.Fetch, Notify: s.Notify, Log: log}
 	s.Schedule = &schedule.Scheduler{DB: s.DB, Runner: s.Runs, Gate: s.Gate, Log: log}
 	s.onClose(s.Schedule.Close)
 
@@ -215,7 +219,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	s.Hub = &live.Hub{Bus: s.Bus, Storage: s.Storage, MaxPerConnection: cfg.MaxSubscriptionsPerConnection,
 		MaxPerUser: cfg.MaxSubscriptionsPerUser, Log: log}
 	s.GraphQL = gqlhttp.New(&resolvers.Resolver{Auth: s.Auth, Lifecycle: s.Lifecycle, Storage: s.Storage, AI: s.AI, UI: s.UI,
-		Live: s.Hub, Capabilities: s.Runs, Schedule: s.Schedule, Connections: s.Connections, Log: log},
+		Live: s.Hub, Capabilities: s.Runs, Schedule: s.Schedule, Connections: s.Connections, Notify: s.Notify, Log: log},
 		s.Auth, cfg.Limits, gqlhttp.Options{InitTimeout: cfg.WebsocketInitTimeout}, log)
 	// Taken down first: websockets close (going away), then subscriptions end.
 	s.onClose(s.Hub.Close)

@@ -168,6 +168,13 @@ func hostActionsOf(result models.JSON) (json.RawMessage, error) {
 
 // parseHostActions reads and checks a host_actions list; nil or null is
 // none.
+// CheckHostActions checks the shape of a host_actions list (types, keys,
+// values, revisions) without applying it.
+func CheckHostActions(list json.RawMessage) error {
+	_, err := parseHostActions(list)
+	return err
+}
+
 func parseHostActions(raw json.RawMessage) ([]*hostAction, error) {
 	if raw == nil || bytes.Equal(raw, []byte("null")) {
 		return nil, nil
