@@ -125,6 +125,15 @@ func (w *WS) Subscribe(id, instanceID string, namespaces ...string) {
 	w.send(wsMsg{ID: id, Type: typ, Payload: mustJSON(map[string]any{"query": changedQuery, "variables": vars})})
 }
 
+// Start starts any subscription.
+func (w *WS) Start(id, query string, vars map[string]any) {
+	typ := "subscribe"
+	if w.proto == legacyWS {
+		typ = "start"
+	}
+	w.send(wsMsg{ID: id, Type: typ, Payload: mustJSON(map[string]any{"query": query, "variables": vars})})
+}
+
 // Stop ends a subscription.
 func (w *WS) Stop(id string) {
 	typ := "complete"

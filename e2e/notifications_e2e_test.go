@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"pluginhost/bundle"
+	"pluginhost/internal/plugintest"
+	"pluginhost/internal/testenv"
+	"pluginhost/internal/wasmtest"
+)
+
+// notifyingNotes is the example notes plugin with notes.request, a skill
+// that returns what its arguments say (notifications included).
+func notifyingNotes(t *testing.T) (map[string]any, map[string]string) {
+	t.Helper()
+	folder, err := bundle.ReadPlugin(plugintest.Example(t, "../examples/notes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(folder.Files["manifest.json"], &m); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for name, b := range folder.Files {
+		if name != "manifest.json" {
+			files[name] = string(b)
+		}
+	}
+	files["capabilities/request.wasm"] = string(wasmtest.Module(t, "../sandbox/testdata/modules", "request"))
+	m["capabilities"] = append(m["capabilities"].([]any),
+		map[string]any{"id": "notes.request", "kind": "skill", "description": "answers its arguments", "module": "capabilities/request.wasm"})
+	return m, files
+}
+
+const (
+	notificationAddedQ = `subscription{notificationAdded{id instanceId pluginId capability title severity read actions{id label type extension capability}}}`
+	notificationsQ     = `query($u:Boolean){notifications(unreadOnly:$u,first:10){unread hasMore notifications{id title read actions{id type}}}}`
+	runActionQ         = `mutation($n:ID!,$a:String!){runNotificationAction(notificationId:$n,actionId:$a){type instanceId extension parameters result{summary data}}}`
+)
+
+type notificationsPage struct {
+	Notifications struct {
+		Unread        int
+		HasMore       bool
+		Notifications []struct {
+			ID, Title string
+			Read      bool
+		}
+	}
+}
+
+// Two replicas on MariaDB and Redis: a notification a run sends on replica
+// A reaches the user's socket on replica B; its actions run there (host
+// actions reach the storage subscribers, open and invoke do what they say);
+// another user sees nothing and is refused; uninstall deletes them.
+func TestNotificationsAcrossReplicas(t *testing.T) {
+	redisURL := testenv.Redis(t)
+	dsn := testenv.FreshMySQL(t)
+	pub := NewPublisher(t)
+	a := Start(t, dsn, pub.Dir, "--redis", redisURL)
+	b := Start(t, dsn, pub.Dir, "--redis", redisURL)
+	h := &host{Server: a, pub: pub}
+	alice := &Client{URL: a.URL, Token: Token(t, dsn, "alice", false)}
+	bob := &Client{URL: a.URL, Token: Token(t, dsn, "bob", false)}
+	m, files := notifyingNotes(t)
+	installation, ids := installApp(t, h, alice, m, files, 1)
+	inst := ids[0]
+
+	ws := DialWS(t, b.URL, transportWS)
+	ws.Init(alice.Token)
+	ws.Start("n", notificationAddedQ, nil)
+	ws.Subscribe("s", inst)
+	if c := ws.Change("s"); c.Operation != "snapshot" {
+		t.Fatalf("storage snapshot %+v", c)
+	}
+	bobWS := DialWS(t, b.URL, transportWS)
+	bobWS.Init(bob.Token)
+	bobWS.Start("n", notificationAddedQ, nil)
+
+	notice := map[string]any{"id": "reminder", "title": "Call Bob", "body": "before noon", "severity": "warning", "actions": []any{
+		map[string]any{"id": "done", "label": "Done", "action": map[string]any{"type": "host_actions", "host_actions": []any{
+			map[string]any{"type": "plugin_storage_set", "namespace": "notes", "key": "called-bob", "value": map[string]any{"text": "called Bob", "done": true}}}}},
+		map[string]any{"id": "open", "label": "Open", "action": map[string]any{"type": "open", "extension": "main", "parameters": map[string]any{"key": "called-bob"}}},
+		map[string]any{"id": "sum", "label": "Summary", "action": map[string]any{"type": "invoke", "capability": "notes.summary", "arguments": map[string]any{"limit": 1}}},
+	}}
+	// Subscriptions are set up on B before the run on A: wait for the
+	// acknowledged storage snapshot above, then send.
+	alice.Must(t, invokeQ, map[string]any{"i": inst, "c": "notes.request", "a": map[string]any{"notifications": []any{notice}}}, nil)
+	msg := ws.Of("n")
+	var added struct {
+		Data struct {
+			NotificationAdded struct {
+				ID, InstanceID, PluginID, Capability, Title, Severity string
+				Read                                                  bool
+				Actions                                               []struct{ ID, Label, Type string }
+			}
+		}
+	}
+	json.Unmarshal(msg.Payload, &added)
+	n := added.Data.NotificationAdded
+	if n.Title != "Call Bob" || n.InstanceID != inst || n.PluginID != "com.example.notes" || n.Capability != "notes.request" || n.Severity != "warning" || n.Read || len(n.Actions) != 3 {
+		t.Fatalf("notificationAdded on replica B: %s", msg.Payload)
+	}
+
+	onB := &Client{URL: b.URL, Token: alice.Token}
+	var page notificationsPage
+	onB.Must(t, notificationsQ, nil, &page)
+	if page.Notifications.Unread != 1 || len(page.Notifications.Notifications) != 1 || page.Notifications.Notifications[0].ID != n.ID {
+		t.Fatalf("notifications on B: %+v", page)
+	}
+
+	// Bob sees nothing and is refused as for storage; his socket got nothing.
+	var bobs notificationsPage
+	bob.Must(t, notificationsQ, nil, &bobs)
+	if len(bobs.Notifications.Notifications) != 0 || bobs.Notifications.Unread != 0 {
+		t.Fatalf("bob sees %+v", bobs)
+	}
+	bob.Fail(t, "PLUGIN_STORAGE_PERMISSION_DENIED", runActionQ, map[string]any{"n": n.ID, "a": "done"})
+	bob.Fail(t, "PLUGIN_STORAGE_PERMISSION_DENIED", `mutation($n:ID!){markNotificationsRead(ids:[$n])}`, map[string]any{"n": n.ID})
+
+	// Its host actions apply on B and reach the storage subscriber.
+	var ran struct {
+		RunNotificationAction struct {
+			Type, InstanceID, Extension string
+			Parameters                  json.RawMessage
+			Result                      *struct{ Summary string }
+		}
+	}
+	onB.Must(t, runActionQ, map[string]any{"n": n.ID, "a": "done"}, &ran)
+	if r := ran.RunNotificationAction; r.Type != "host_actions" || r.Result == nil || !strings.Contains(r.Result.Summary, "Applied 1 host action") {
+		t.Fatalf("host actions: %+v", r)
+	}
+	if c := ws.Change("s"); c.Operation != "create" || c.Key == nil || *c.Key != "called-bob" || c.StorageRevision != 1 {
+		t.Fatalf("storage change after the action: %s", describe(c))
+	}
+	onB.Must(t, runActionQ, map[string]any{"n": n.ID, "a": "open"}, &ran)
+	if r := ran.RunNotificationAction; r.Type != "open" || r.Extension != "main" || string(r.Parameters) != `{"key":"called-bob"}` || r.InstanceID != inst {
+		t.Fatalf("open: %+v", r)
+	}
+	onB.Must(t, runActionQ, map[string]any{"n": n.ID, "a": "sum"}, &ran)
+	if r := ran.RunNotificationAction; r.Type != "invoke" || r.Result == nil || r.Result.Summary != "1 notes, 2 words" {
+		t.Fatalf("invoke: %+v", r)
+	}
+	onB.Must(t, notificationsQ, map[string]any{"u": true}, &page)
+	if page.Notifications.Unread != 0 || len(page.Notifications.Notifications) != 0 {
+		t.Fatalf("taking an action did not read it: %+v", page)
+	}
+	select {
+	case m := <-bobWS.queue("n"):
+		t.Fatalf("bob's socket got %s", m.Payload)
+	default:
+	}
+
+	// Muted, the Instance sends nothing.
+	alice.Must(t, `mutation($i:ID!){setInstanceGrant(instanceId:$i,permission:"notifications",granted:false){notificationsMuted}}`, map[string]any{"i": inst}, nil)
+	alice.Must(t, invokeQ, map[string]any{"i": inst, "c": "notes.request", "a": map[string]any{"notifications": []any{map[string]any{"id": "muted", "title": "Muted", "severity": "info"}}}}, nil)
+	onB.Must(t, notificationsQ, nil, &page)
+	if len(page.Notifications.Notifications) != 1 {
+		t.Fatalf("a muted Instance notified: %+v", page)
+	}
+
+	// Uninstall deletes them.
+	alice.Must(t, `mutation($i:ID!){uninstallPlugin(installationId:$i)}`, map[string]any{"i": installation}, nil)
+	onB.Must(t, notificationsQ, nil, &page)
+	if len(page.Notifications.Notifications) != 0 || page.Notifications.Unread != 0 {
+		t.Fatalf("after uninstall: %+v", page)
+	}
+	for _, s := range []*Server{a, b} {
+		if strings.Contains(s.Log(), "called Bob") {
+			t.Fatal("a stored value reached the log")
+		}
+	}
+}
