@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"pluginhost/bundle"
 	"pluginhost/internal/plugintest"
@@ -173,4 +174,61 @@ func TestNotificationsAcrossReplicas(t *testing.T) {
 			t.Fatal("a stored value reached the log")
 		}
 	}
+}
+
+// The web host's bell in Chromium: the unread count follows new
+// notifications live; the list's host actions run and the open screen shows
+// their change; open leads to the extension's page.
+func TestAppNotificationBell(t *testing.T) {
+	testenv.Chromium(t)
+	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
+	h := newHost(t, b)
+	alice := h.user(t, "alice", false)
+	m, files := notifyingNotes(t)
+	_, ids := installApp(t, h, alice, m, files, 1)
+	inst := ids[0]
+	// Compiled and warm before the page opens.
+	warmCapability(t, alice, inst, "notes.request")
+
+	p := openApp(t, alice, "/app/"+inst+"/main")
+	p.WaitFor(liveReady)
+	waitUntil(p, `document.querySelector('.ph-bell') && document.querySelector('[data-ph-unread]').getAttribute('data-ph-unread') === '0'`, 15*time.Second)
+
+	notice := map[string]any{"id": "reminder", "title": "Call Bob", "body": "before noon", "severity": "warning", "actions": []any{
+		map[string]any{"id": "done", "label": "Mark called", "action": map[string]any{"type": "host_actions", "host_actions": []any{
+			map[string]any{"type": "plugin_storage_set", "namespace": "notes", "key": "called-bob", "value": map[string]any{"text": "called Bob"}}}}},
+		map[string]any{"id": "open", "label": "Open", "action": map[string]any{"type": "open", "extension": "main", "parameters": map[string]any{"from": "bell"}}},
+	}}
+	alice.Must(t, invokeQ, map[string]any{"i": inst, "c": "notes.request", "a": map[string]any{"notifications": []any{notice}}}, nil)
+	waitUntil(p, `document.querySelector('[data-ph-unread]').getAttribute('data-ph-unread') === '1'`, 15*time.Second)
+	if label := p.EvalString(`document.querySelector('.ph-bell').getAttribute('aria-label')`); label != "Notifications, 1 unread" {
+		t.Fatalf("bell label %q", label)
+	}
+	p.Click(`.ph-bell`)
+	waitText(p, "Call Bob")
+	waitText(p, "before noon")
+	var page notificationsPage
+	alice.Must(t, notificationsQ, nil, &page)
+	id := page.Notifications.Notifications[0].ID
+	screenshot(t, p, "notification-bell")
+
+	// Its host actions change storage, and the open screen shows it.
+	p.Click(`[data-ph-notification-action="` + id + `/done"]`)
+	waitText(p, "called-bob: called Bob")
+	waitUntil(p, `document.querySelector('[data-ph-unread]').getAttribute('data-ph-unread') === '0'`, 15*time.Second)
+	waitText(p, "Applied 1 host action")
+
+	// A second notification arrives while the list is open.
+	alice.Must(t, invokeQ, map[string]any{"i": inst, "c": "notes.request", "a": map[string]any{"notifications": []any{
+		map[string]any{"id": "second", "title": "Second one", "severity": "info"}}}}, nil)
+	waitText(p, "Second one")
+	waitUntil(p, `document.querySelector('[data-ph-unread]').getAttribute('data-ph-unread') === '1'`, 15*time.Second)
+	p.Click(`[data-ph-mark-all]`)
+	waitUntil(p, `document.querySelector('[data-ph-unread]').getAttribute('data-ph-unread') === '0'`, 15*time.Second)
+
+	// Open leads to the extension's page with the parameters.
+	p.Click(`[data-ph-notification-action="` + id + `/open"]`)
+	waitUntil(p, `location.pathname === "/app/`+inst+`/main" && location.search === "?from=bell"`, 15*time.Second)
+	p.WaitFor(liveReady)
+	waitText(p, "called-bob: called Bob")
 }

@@ -95,9 +95,10 @@ func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, e
 		Title:     extension + " · pluginhost",
 		CSS:       appCSS,
 		BodyClass: "ph-webhost",
-		Nav:       "<nav class=\"ph-app-nav\"><a href=\"/app\">All Instances</a></nav>\n",
+		Nav:       "<nav class=\"ph-app-nav\"><a href=\"/app\">All Instances</a><span id=\"ph-bell\" class=\"ph-bell-slot\"></span></nav>\n",
 		NoScript:  "The web host needs JavaScript.",
 		Host:      "live.js",
+		Chrome:    "bell.js",
 		Bundle:    raw,
 	}
 	write(w, page.Bytes())
@@ -145,10 +146,28 @@ func write(w http.ResponseWriter, page []byte) {
 	w.Write(page)
 }
 
-// appCSS styles what only the web host's page has: the navigation bar.
+// appCSS styles what only the web host's page has: the navigation bar and
+// its notification bell.
 const appCSS = `
-.ph-app-nav { padding: 6px 12px; font: 14px system-ui, sans-serif; }
+.ph-app-nav { padding: 6px 12px; font: 14px system-ui, sans-serif; display: flex; align-items: center; justify-content: space-between; }
 .ph-app-nav a { color: #6750a4; }
+.ph-bell-slot { position: relative; }
+.ph-bell { position: relative; width: 40px; height: 40px; border: 0; border-radius: 20px; background: transparent; cursor: pointer; padding: 8px; }
+.ph-bell:hover, .ph-bell:focus-visible { background: #e8def8; }
+.ph-bell svg { width: 24px; height: 24px; fill: #49454f; }
+.ph-bell-count { position: absolute; top: 2px; right: 2px; min-width: 16px; height: 16px; padding: 0 4px; border-radius: 8px; background: #b3261e; color: #fff; font-size: 11px; line-height: 16px; box-sizing: border-box; }
+.ph-bell-panel { position: absolute; right: 0; top: 44px; z-index: 20; width: min(360px, 92vw); max-height: 70vh; overflow: auto; background: #fff; color: #1d1b20; border-radius: 12px; box-shadow: 0 4px 16px rgba(0,0,0,.2); padding: 8px 0; }
+.ph-bell-head { display: flex; justify-content: space-between; align-items: center; padding: 4px 16px 8px; }
+.ph-bell-all, .ph-bell-actions button { border: 0; background: transparent; color: #6750a4; font: inherit; cursor: pointer; padding: 4px 8px; border-radius: 16px; }
+.ph-bell-all:hover, .ph-bell-actions button:hover { background: #f3edf7; }
+.ph-bell-list { list-style: none; margin: 0; padding: 0; }
+.ph-bell-item { padding: 8px 16px; border-left: 4px solid #79747e; }
+.ph-bell-item.ph-unread { background: #f7f2fa; }
+.ph-sev-success { border-left-color: #386a20; } .ph-sev-warning { border-left-color: #7d5700; } .ph-sev-error { border-left-color: #b3261e; } .ph-sev-info { border-left-color: #0061a4; }
+.ph-bell-title { font-weight: 600; } .ph-bell-body { white-space: pre-wrap; overflow-wrap: anywhere; }
+.ph-bell-meta { color: #49454f; font-size: 12px; margin-top: 2px; }
+.ph-bell-empty, .ph-bell-error { padding: 4px 16px; color: #49454f; } .ph-bell-error { color: #b3261e; }
+.ph-bell-note { font-size: 13px; color: #386a20; margin-top: 4px; }
 `
 
 const listCSS = `

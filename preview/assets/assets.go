@@ -4,7 +4,8 @@
 //
 // core.js holds the rules shared with the Go side, runtime.js the runtime
 // itself, and each host implements the runtime's host interface: fixtures.js
-// for the preview, live.js for the web host. preview.css styles both pages.
+// for the preview, live.js for the web host, with the web host's
+// notification bell (bell.js). preview.css styles both pages.
 package assets
 
 import (
@@ -12,7 +13,7 @@ import (
 	"strings"
 )
 
-//go:embed core.js runtime.js fixtures.js live.js preview.css
+//go:embed core.js runtime.js fixtures.js live.js bell.js preview.css
 var files embed.FS
 
 // Text returns the embedded file name (such as "runtime.js"). It panics on

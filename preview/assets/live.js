@@ -3,7 +3,8 @@
 // and persisted state from uiConfig, capability and storage tool runs through
 // invoke, persisted state through setExtensionState, images only through the
 // image proxy (ui-images:fetch), and changes from the storageChanged
-// subscription over a websocket (graphql-transport-ws).
+// subscription over a websocket (graphql-transport-ws), which also carries
+// the viewer's notifications (notificationAdded) to the bell (bell.js).
 //
 // The page holds no credential: every request is same-origin and carries the
 // credentials the browser already sent for the page (HTTP Basic with the
@@ -259,6 +260,29 @@
       }, function () { return { error: { code: 'UNREACHABLE', message: 'the server cannot be reached' } }; });
     }
 
+    // ---- Notifications: the viewer's, for the bell ---------------------------
+
+    var notificationFields = 'id instanceId pluginId title body severity read createdAt actions { id label type extension }';
+    var onNotification = function () {};
+    var notifications = {
+      list: function () {
+        return gql('query { notifications(first: 20) { unread notifications { ' + notificationFields + ' } } }')
+          .then(function (r) { return r.error ? { error: r.error } : r.data.notifications; });
+      },
+      markRead: function (ids) {
+        return gql('mutation($n: [ID!]!) { markNotificationsRead(ids: $n) }', { n: ids })
+          .then(function (r) { return r.error ? { error: r.error } : { ok: true }; });
+      },
+      // run takes an action; host actions change storage, and the open
+      // screen re-reads its storage sources on the change's own event.
+      run: function (id, action) {
+        return gql('mutation($n: ID!, $a: String!) { runNotificationAction(notificationId: $n, actionId: $a) { type instanceId extension parameters result { summary } } }', { n: id, a: action })
+          .then(function (r) { return r.error ? { error: r.error } : r.data.runNotificationAction; });
+      },
+      // watch hears each new notification; null says to read the list again.
+      watch: function (fn) { onNotification = fn; }
+    };
+
     // ---- Changes: storageChanged over a websocket ---------------------------
 
     function socketURL() {
@@ -276,8 +300,13 @@
           ws.send(JSON.stringify({ id: 's', type: 'subscribe', payload: {
             query: 'subscription($i: ID!) { storageChanged(instanceId: $i) { storageRevision namespace key operation generation } }',
             variables: { i: instanceID } } }));
+          ws.send(JSON.stringify({ id: 'n', type: 'subscribe', payload: { query: 'subscription { notificationAdded { ' + notificationFields + ' } }' } }));
+          // Whatever came while the socket was away: the bell reads again.
+          onNotification(null);
         } else if (m.type === 'ping') {
           ws.send(JSON.stringify({ type: 'pong' }));
+        } else if (m.id === 'n') {
+          if (m.type === 'next' && m.payload && m.payload.data) onNotification(m.payload.data.notificationAdded);
         } else if (m.type === 'next' && m.payload) {
           if (m.payload.errors && m.payload.errors.length) { ended(); return; }
           if (socket === ws && m.payload.data.storageChanged.operation === 'snapshot') subscribed = ws;
@@ -337,6 +366,8 @@
         });
       }, 3000);
     }
+
+    if (window.PluginhostBell) window.PluginhostBell(notifications);
 
     return {
       kind: 'live',

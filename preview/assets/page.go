@@ -21,6 +21,7 @@ type Page struct {
 	Nav       string // HTML before the app element
 	NoScript  string // what the page says without JavaScript
 	Host      string // the host script: "fixtures.js" or "live.js"
+	Chrome    string // when not empty, a script of the host's own chrome ("bell.js"), before the host script
 	Bundle    []byte // the bundle's JSON, for the ph-bundle block
 }
 
@@ -41,7 +42,7 @@ var static = sync.OnceValue(func() struct {
 		catalog: `<script type="application/json" id="ph-catalog">` + ScriptSafe.Replace(c.String()) + "</script>\n",
 		text:    map[string]string{},
 	}
-	for _, name := range []string{"core.js", "runtime.js", "fixtures.js", "live.js", "preview.css"} {
+	for _, name := range []string{"core.js", "runtime.js", "fixtures.js", "live.js", "bell.js", "preview.css"} {
 		s.text[name] = Text(name)
 	}
 	return s
@@ -82,7 +83,14 @@ func (p *Page) Bytes() []byte {
 	out.WriteString(`<script type="application/json" id="ph-bundle">`)
 	ScriptSafe.WriteString(&out, string(p.Bundle))
 	out.WriteString("</script>\n")
-	for _, name := range []string{"core.js", p.Host, "runtime.js"} {
+	scripts := []string{"core.js", p.Host, "runtime.js"}
+	if p.Chrome != "" {
+		if _, ok := s.text[p.Chrome]; !ok {
+			panic("assets: no chrome script " + p.Chrome)
+		}
+		scripts = []string{"core.js", p.Chrome, p.Host, "runtime.js"}
+	}
+	for _, name := range scripts {
 		out.WriteString("<script>\n")
 		out.WriteString(s.text[name])
 		out.WriteString("</script>\n")
