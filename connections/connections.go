@@ -164,7 +164,7 @@ func (s *Service) store(ctx context.Context, t *access.Target, conn models.Conne
 	plain, _ := json.Marshal(v)
 	now := s.now().UnixMicro()
 	row := database.CredentialRow{
-		ID: models.NewID("cred"), InstallationID: t.Installation.ID, InstanceID: t.Instance.ID, UserID: t.Installation.UserID,
+		ID: models.NewID(models.PrefixCredential), InstallationID: t.Installation.ID, InstanceID: t.Instance.ID, UserID: t.Installation.UserID,
 		Name: conn.ID, Kind: conn.Kind, Secret: s.Sealer.Seal(plain, sealContext(t.Instance.ID, conn.ID)),
 		Account: truncate(account, 200), ExpiresAt: expiresAt, CreatedAt: now, UpdatedAt: now,
 	}

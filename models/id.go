@@ -12,6 +12,9 @@ const (
 	PrefixInstallation = "instl_"
 	PrefixInstance     = "inst_"
 	PrefixToken        = "tok_"
+	PrefixNotification = "ntf_"
+	PrefixCredential   = "cred_"
+	PrefixEntity       = "ent_"
 )
 
 var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)

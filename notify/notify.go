@@ -310,7 +310,7 @@ func (s *Service) Record(ctx context.Context, t *access.Target, capability strin
 		for i, in := range list {
 			actions, _ := json.Marshal(in.Actions)
 			row := database.NotificationRow{
-				ID: models.NewID("ntf"), UserID: t.Installation.UserID, InstallationID: t.Installation.ID, InstanceID: t.Instance.ID,
+				ID: models.NewID(models.PrefixNotification), UserID: t.Installation.UserID, InstallationID: t.Installation.ID, InstanceID: t.Instance.ID,
 				NoticeID: in.NoticeID, Capability: capability, Generation: t.Installation.Generation, Title: in.Title, Body: in.Body,
 				Severity: in.Severity, Actions: string(actions), CreatedAt: now + int64(i),
 			}
@@ -360,15 +360,14 @@ func (s *Service) dropRows(tx *gorm.DB, ids []string) error {
 		return err
 	}
 	for _, id := range ids {
-		if err := tx.Where("id LIKE ?", escapeLike(id)+"/%").Delete(&database.PendingActionRow{}).Error; err != nil {
+		// A notification's actions are "ID/ACTION": the ids from "ID/" up
+		// to "ID0" ('0' follows '/'), under the binary collation of both
+		// databases.
+		if err := tx.Where("id >= ? AND id < ?", id+"/", id+"0").Delete(&database.PendingActionRow{}).Error; err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 // Page is a page of a user's notifications, newest first.

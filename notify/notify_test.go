@@ -267,6 +267,9 @@ func TestNotifications(t *testing.T) {
 			t.Fatalf("list: %+v", page)
 		}
 		first := page.Notifications[1]
+		if !strings.HasPrefix(first.ID, models.PrefixNotification) {
+			t.Fatalf("notification id %q", first.ID)
+		}
 
 		// Another user sees nothing of it, and is refused as for storage.
 		if p := h.list(t, h.bob.ID, false); len(p.Notifications) != 0 || p.Unread != 0 {

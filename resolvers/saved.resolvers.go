@@ -18,7 +18,7 @@ func (r *mutationResolver) SaveEntity(ctx context.Context, instanceID string, ke
 	}
 	k := deref(key)
 	if k == "" {
-		k = models.NewID("ent_")
+		k = models.NewID(models.PrefixEntity)
 	}
 	return savedEntity(r.Storage.Create(ctx, c, instanceID, models.SavedEntitiesNamespace, k, entityValue(entity)))
 }
