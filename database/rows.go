@@ -298,3 +298,14 @@ type PendingActionRow struct {
 }
 
 func (PendingActionRow) TableName() string { return "pending_actions" }
+
+// WebSessionRow is a row of web_sessions: a sign-in session of the web
+// host, by the SHA-256 of its id.
+type WebSessionRow struct {
+	IDHash    string `gorm:"primaryKey"`
+	UserID    string
+	CreatedAt int64
+	ExpiresAt int64
+}
+
+func (WebSessionRow) TableName() string { return "web_sessions" }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -265,15 +266,15 @@ func TestAppNotes(t *testing.T) {
 	p.WaitFor(`window.pluginhostPreview && window.loadedOnce === undefined && ` + liveReady)
 	waitText(p, "Sort: old")
 
-	// A browser that signed in with credentials in the URL, and sends no
-	// header of its own, reaches every endpoint of the page (GraphQL, the
-	// websocket) with the credentials it keeps for the page.
+	// A browser that signed in with a sign-in link, and sends no header of
+	// its own, reaches every endpoint of the page (GraphQL, the websocket)
+	// with its session cookie.
 	u := browser.Shared(t).Open(t, "about:blank", nil)
-	u.Do("Page.navigate", map[string]any{"url": strings.Replace(h.URL, "http://", "http://user:"+alice.Token+"@", 1) + path})
+	u.Do("Page.navigate", map[string]any{"url": h.URL + "/app/login?token=" + url.QueryEscape(alice.Token) + "&next=" + url.QueryEscape(path)})
 	waitUntil(u, liveReady, 15*time.Second)
 	waitText(u, "milk: milk")
 	if strings.Contains(u.EvalString(`location.href + document.documentElement.outerHTML`), alice.Token) {
-		t.Fatal("the page signed in by URL shows the token")
+		t.Fatal("the page signed in by link shows the token")
 	}
 
 	// The token is not in the page, its events or its requests.

@@ -36,7 +36,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 			"wrote walkthrough/keys/me.key",
 			"server listening at http://127.0.0.1:",
 			"TOKEN is set",
-			"the live dashboard, while the server runs: http://alice:ph_",
+			"sign in to the app, while the server runs: http://127.0.0.1:",
 			"built notes.summary from src/summary into capabilities/summary.wasm",
 			"built notes.archive from src/archive into capabilities/archive.wasm",
 			"packaged com.example.notes 1.0.0",

@@ -5,20 +5,29 @@ import (
 	"encoding/json"
 	"html/template"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"pluginhost/auth"
 	"pluginhost/models"
+	"pluginhost/webhost"
 )
+
+// webhostGraphQL is where the dashboard's page sends GraphQL: the web host's
+// endpoint for its own pages, which the page's own credentials (Basic or
+// the session cookie) authenticate, so that the page holds no token.
+const webhostGraphQL = webhost.ListGraphQLPattern
 
 //go:embed assets/dashboard.html
 var dashboardHTML string
 
 var dashboardPage = template.Must(template.New("dashboard").Parse(dashboardHTML))
 
-// pageUser authenticates a page request: a bearer header, or HTTP Basic with
+// pageUser authenticates a page request: a bearer header, HTTP Basic with
 // any user name and the token as the password (a browser cannot send a bearer
-// header when opening a page). It returns the user and the token, or answers
-// 401 with a Basic challenge.
+// header when opening a page), or the web host's session cookie. It returns
+// the user and the token, or answers: a browser's page request is sent to
+// /app/login, anything else gets 401 with a Basic challenge.
 func (s *Server) pageUser(w http.ResponseWriter, r *http.Request, realm string) (*models.User, string, bool) {
 	token, ok := auth.FromHeader(r.Header.Get("Authorization"))
 	if !ok {
@@ -28,19 +37,31 @@ func (s *Server) pageUser(w http.ResponseWriter, r *http.Request, realm string) 
 		if user, err := s.Auth.Authenticate(r.Context(), token); err == nil {
 			return user, token, true
 		}
+	} else if c, err := r.Cookie(models.SessionCookie); err == nil && s.Sessions != nil {
+		if user, token, err := s.Sessions.Open(r.Context(), c.Value); err == nil {
+			return user, token, true
+		}
+		// An ended session's cookie goes.
+		http.SetCookie(w, &http.Cookie{Name: models.SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	}
+	// A person's browser opening a page is sent to sign in; scripts get
+	// the challenge.
+	if r.Method == http.MethodGet && !ok && strings.Contains(r.Header.Get("Accept"), "text/html") && s.Sessions != nil {
+		http.Redirect(w, r, "/app/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return nil, "", false
 	}
 	w.Header().Set("WWW-Authenticate", `Basic realm="`+realm+`: any user name, your token as the password", charset="UTF-8"`)
-	writeError(w, r, s.Log, models.Errorf(models.ErrUnauthenticated, "%s needs a token (a bearer header, or HTTP Basic with the token as the password)", realm))
+	writeError(w, r, s.Log, models.Errorf(models.ErrUnauthenticated, "%s needs a token (a bearer header, HTTP Basic with the token as the password, or a session from /app/login)", realm))
 	return nil, "", false
 }
 
 // dashboard serves the live storage dashboard of the signed-in user.
 func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
-	user, token, ok := s.pageUser(w, r, "pluginhost dashboard")
+	user, _, ok := s.pageUser(w, r, "pluginhost dashboard")
 	if !ok {
 		return
 	}
-	session, _ := json.Marshal(map[string]string{"token": token, "user": user.Name})
+	session, _ := json.Marshal(map[string]string{"user": user.Name, "graphql": webhostGraphQL})
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")

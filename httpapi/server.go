@@ -23,9 +23,12 @@ import (
 
 // Server holds what the HTTP handlers call.
 type Server struct {
-	Auth    *auth.Service
-	Storage *storage.Service
-	DB      *database.DB
+	Auth *auth.Service
+	// Sessions are the web host's sign-ins (the session cookie); nil: pages
+	// take only a bearer header or HTTP Basic.
+	Sessions *auth.Sessions
+	Storage  *storage.Service
+	DB       *database.DB
 	// GraphQL serves /graphql: HTTP requests, and websocket upgrades.
 	GraphQL *gqlhttp.Server
 	// Playground enables GET /playground for admins.

@@ -39,6 +39,7 @@ var All = []Migration{
 	{9, "index of token revocations", tokenRevocations},
 	{10, "connections: credentials and OAuth states per Instance, OAuth clients, the audit of fetches", connections},
 	{11, "notifications, and the mute of an Instance", notifications},
+	{12, "sign-in sessions of the web host", webSessions},
 }
 
 type appliedRow struct {

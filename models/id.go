@@ -25,3 +25,6 @@ func NewID(prefix string) string {
 	rand.Read(b)
 	return prefix + strings.ToLower(idEncoding.EncodeToString(b))
 }
+
+// SessionCookie is the name of the web host's sign-in cookie.
+const SessionCookie = "pluginhost_session"

@@ -32,6 +32,13 @@ func (s *Server) Serve(ctx context.Context, addr string, dsn string, sd Shutdown
 	}
 	hs := &http.Server{Handler: s.Handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.Log.Info("pluginhost serving", "addr", ln.Addr().String(), "db", database.Redact(dsn), "graphql", "http://"+ln.Addr().String()+"/graphql")
+	s.Log.Info("open the app in a browser", "url", "http://"+ln.Addr().String()+"/app")
+	// A first start tells a person how to get in.
+	var users int64
+	if err := s.DB.Read.WithContext(ctx).Model(&database.UserRow{}).Count(&users).Error; err == nil && users == 0 {
+		s.Log.Info("no user yet: make the first admin and their token, then sign in at /app/login with it",
+			"command", "pluginhost token create --user admin --admin --db '"+database.Redact(dsn)+"'")
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

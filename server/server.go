@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -238,14 +239,24 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	if err != nil {
 		return nil, err
 	}
+	sessionSealer, err := secret.NewSealer(key, "sessions")
+	if err != nil {
+		return nil, err
+	}
+	sessions := &auth.Sessions{Auth: s.Auth, Sealer: sessionSealer}
 	api := &httpapi.Server{
-		Auth: s.Auth, Storage: s.Storage, DB: s.DB, GraphQL: s.GraphQL, Playground: cfg.Playground, Gate: s.Gate,
+		Auth: s.Auth, Sessions: sessions, Storage: s.Storage, DB: s.DB, GraphQL: s.GraphQL, Playground: cfg.Playground, Gate: s.Gate,
 		ImageProxy: &imageproxy.Proxy{Fetcher: imageFetcher(policy, roots), Logger: log}, Metrics: m, Log: log,
 		Connections: s.Connections, PublicURL: cfg.PublicURL,
 	}
 	app := &webhost.Server{
 		User: api.PageUser("pluginhost app"), WithUser: auth.WithUser, GraphQL: s.GraphQL,
 		Socket: s.GraphQL.ServeSocketAs, Execute: s.GraphQL.Execute, Images: api.Images(), Error: api.WriteError,
+		SignIn: func(ctx context.Context, token string) (string, time.Time, error) {
+			value, _, ends, err := sessions.Start(ctx, token)
+			return value, ends, err
+		},
+		SignOut: sessions.End, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 	}
 	s.Drain = &httpapi.Drain{}
 	s.Handler = httpapi.AccessLog(log, s.Drain.Handler(api.Handler(app.Mount)))

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"pluginhost/models"
 )
@@ -37,11 +38,24 @@ type Server struct {
 	Images http.Handler
 	// Error writes a refusal as the host's REST errors are written.
 	Error func(w http.ResponseWriter, r *http.Request, err error)
+	// SignIn starts a session with a token: the cookie's value and when
+	// it ends. SignOut ends one. Nil: no sign-in page.
+	SignIn  func(ctx context.Context, token string) (string, time.Time, error)
+	SignOut func(ctx context.Context, value string) error
+	// SecureCookies marks the session cookie Secure even when the request
+	// came without TLS (behind a proxy that ends TLS).
+	SecureCookies bool
 }
 
 // Mount adds the web host's routes: its pages, and the GraphQL and image
 // proxy endpoints the pages call with the page's own credentials.
 func (s *Server) Mount(mux *http.ServeMux) {
+	if s.SignIn != nil {
+		mux.HandleFunc("GET /{$}", s.root)
+		mux.HandleFunc("GET /app/login", s.signIn)
+		mux.HandleFunc("POST /app/login", s.signIn)
+		mux.HandleFunc("POST /app/logout", s.signOut)
+	}
 	mux.HandleFunc("GET /app", s.list)
 	mux.HandleFunc("GET /app/{$}", s.list)
 	mux.HandleFunc("GET /app/{instance_id}", s.first)

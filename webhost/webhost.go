@@ -42,7 +42,7 @@ func endpoint(instanceID, name string) string {
 // CSP is the pages' Content-Security-Policy: inline scripts and styles of
 // the page only, requests only to this origin, images only as data or from
 // blobs the page made of the image proxy's answers.
-const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; connect-src 'self'; font-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; connect-src 'self'; font-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
 // Viewer is the signed-in user a page is for.
 type Viewer struct {
@@ -95,13 +95,26 @@ func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, e
 		Title:     extension + " · pluginhost",
 		CSS:       appCSS,
 		BodyClass: "ph-webhost",
-		Nav:       "<nav class=\"ph-app-nav\"><a href=\"/app\">All Instances</a><span id=\"ph-bell\" class=\"ph-bell-slot\"></span></nav>\n",
+		Nav:       nav(v),
 		NoScript:  "The web host needs JavaScript.",
 		Host:      "live.js",
 		Chrome:    "bell.js",
 		Bundle:    raw,
 	}
 	write(w, page.Bytes())
+}
+
+// nav is the web host's navigation bar: back to the list, the bell, who is
+// signed in, and signing out.
+func nav(v Viewer) string {
+	return "<nav class=\"ph-app-nav\"><a href=\"/app\">All Instances</a><span class=\"ph-nav-end\">" +
+		"<span id=\"ph-bell\" class=\"ph-bell-slot\"></span>" + signOutForm(v) + "</span></nav>\n"
+}
+
+// signOutForm says who is signed in, with the sign-out button.
+func signOutForm(v Viewer) string {
+	return "<form class=\"ph-signout\" method=\"post\" action=\"/app/logout\"><span class=\"ph-who\">" + html.EscapeString(v.Name) +
+		"</span> <button type=\"submit\">Sign out</button></form>"
 }
 
 // routeParams are the first screen's context.route values: the query
@@ -122,7 +135,7 @@ func ServeList(w http.ResponseWriter, r *http.Request, v Viewer) {
 	var out strings.Builder
 	head(&out, "pluginhost apps")
 	out.WriteString("<style>\n" + listCSS + "</style>\n</head>\n<body>\n")
-	out.WriteString("<h1>Your plugins</h1>\n<p class=\"who\">Signed in as " + html.EscapeString(v.Name) + "</p>\n")
+	out.WriteString("<h1>Your plugins</h1>\n<div class=\"who\">" + signOutForm(v) + "</div>\n")
 	out.WriteString("<div id=\"list\" aria-live=\"polite\">Loading…</div>\n")
 	out.WriteString(`<script type="application/json" id="ph-list">` + assets.ScriptSafe.Replace(`{"graphql":"`+ListGraphQLPattern+`"}`) + "</script>\n")
 	out.WriteString("<script>\n" + listJS + "</script>\n</body>\n</html>\n")
@@ -151,7 +164,10 @@ func write(w http.ResponseWriter, page []byte) {
 const appCSS = `
 .ph-app-nav { padding: 6px 12px; font: 14px system-ui, sans-serif; display: flex; align-items: center; justify-content: space-between; }
 .ph-app-nav a { color: #6750a4; }
+.ph-nav-end { display: flex; align-items: center; gap: 8px; }
 .ph-bell-slot { position: relative; }
+.ph-signout { display: flex; align-items: center; gap: 8px; margin: 0; }
+.ph-signout button { border: 1px solid #79747e; background: transparent; border-radius: 16px; padding: 4px 12px; font: inherit; cursor: pointer; color: #6750a4; }
 .ph-bell { position: relative; width: 40px; height: 40px; border: 0; border-radius: 20px; background: transparent; cursor: pointer; padding: 8px; }
 .ph-bell:hover, .ph-bell:focus-visible { background: #e8def8; }
 .ph-bell svg { width: 24px; height: 24px; fill: #49454f; }
@@ -177,6 +193,8 @@ h1 { font-size: 22px; margin: 0 0 4px; } .who { color: #49454f; margin: 0 0 16px
 .inst h2 { font-size: 17px; margin: 0 0 6px; } .inst .meta { color: #49454f; font-size: 13px; }
 .inst a { display: inline-block; margin: 6px 12px 0 0; color: #6750a4; }
 .off { color: #b3261e; } .err { color: #b3261e; }
+.ph-signout { display: inline-flex; align-items: center; gap: 8px; margin: 0; }
+.ph-signout button { border: 1px solid #79747e; background: transparent; border-radius: 16px; padding: 4px 12px; font: inherit; cursor: pointer; color: #6750a4; }
 `
 
 // listJS fills the list from GraphQL: every Instance of every Installation,
