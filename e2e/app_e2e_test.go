@@ -465,6 +465,9 @@ func TestAppBlockedAndRefresh(t *testing.T) {
 	if s.EvalBool(`document.querySelector(".ph-side")`) {
 		t.Fatal("a user who is not an admin sees the inspector")
 	}
+	if got := s.EvalString(`JSON.stringify(window.pluginhostPreview.inspector())`); got != "null" {
+		t.Fatalf("the page API hands a user who is not an admin the inspector's data: %s", got)
+	}
 	_, rootIDs := installApp(t, h, root, m, files, 1)
 	for _, tc := range []struct {
 		query string
@@ -474,6 +477,9 @@ func TestAppBlockedAndRefresh(t *testing.T) {
 		s.WaitFor(liveReady)
 		if got := s.EvalBool(`document.querySelector(".ph-side") && document.querySelector(".ph-side").isConnected`); got != tc.want {
 			t.Fatalf("admin %q: inspector shown %v, want %v", tc.query, got, tc.want)
+		}
+		if got := s.EvalBool(`window.pluginhostPreview.inspector() !== null`); got != tc.want {
+			t.Fatalf("admin %q: the page API's inspector data %v, want %v", tc.query, got, tc.want)
 		}
 		if tc.want {
 			s.WaitFor(`document.querySelector("#ph-inspector").textContent.indexOf("storage") >= 0 || document.querySelector("#ph-inspector").textContent.length > 10`)

@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"pluginhost/internal/testenv"
+
+	"github.com/gorilla/websocket"
 )
 
 // TestSubscriptions: both subprotocols; the snapshot first; then every path's
@@ -113,13 +116,26 @@ func TestSubscriptions(t *testing.T) {
 			if p := wa.Failure("ns"); !strings.Contains(p, "not declared") {
 				t.Fatalf("undeclared namespace: %s", p)
 			}
-			// Without a valid token there is no connection.
-			for _, token := range []string{"", "ph_bogus"} {
+			// Without a valid token there is no connection; the close reason
+			// says why, and for a malformed payload the form expected.
+			for _, tc := range []struct {
+				payload map[string]any
+				why     string
+			}{
+				{map[string]any{"Authorization": "Bearer "}, `connection_init needs the payload {"Authorization": "Bearer <token>"}`},
+				{map[string]any{"token": alice.Token}, `connection_init needs the payload {"Authorization": "Bearer <token>"}`},
+				{map[string]any{"Authorization": alice.Token}, `connection_init needs the payload {"Authorization": "Bearer <token>"}`},
+				{map[string]any{"Authorization": "Bearer ph_bogus"}, "the bearer token is not valid"},
+			} {
 				w := DialWS(t, h.URL, transportWS)
-				w.send(wsMsg{Type: "connection_init", Payload: mustJSON(map[string]any{"Authorization": "Bearer " + token})})
+				w.send(wsMsg{Type: "connection_init", Payload: mustJSON(tc.payload)})
 				err := w.Closed(10 * time.Second)
-				if err == nil || !strings.Contains(err.Error(), "4403") {
-					t.Fatalf("token %q: %v", token, err)
+				var ce *websocket.CloseError
+				if !errors.As(err, &ce) || ce.Code != 4403 || !strings.Contains(ce.Text, tc.why) {
+					t.Fatalf("payload %v: %v, want 4403 saying %s", tc.payload, err, tc.why)
+				}
+				if strings.Contains(ce.Text, alice.Token) {
+					t.Fatal("the close reason quotes the token")
 				}
 			}
 		})

@@ -59,8 +59,11 @@ func (s *Service) SetState(ctx context.Context, caller models.Caller, instanceID
 		if err != nil {
 			return err
 		}
-		declared := uiconfig.Read([]byte(c.Config)).StateKeys
-		if err := checkValues(set, declared, extension); err != nil {
+		read := uiconfig.Read([]byte(c.Config))
+		if err := checkNavigation(set, read.NavigationItems, extension); err != nil {
+			return err
+		}
+		if err := checkValues(set, read.StateKeys, extension); err != nil {
 			return err
 		}
 		state, err := s.state(ctx, tx, instanceID, extension)
@@ -93,6 +96,25 @@ func (s *Service) SetState(ctx context.Context, caller models.Caller, instanceID
 	return out, nil
 }
 
+// checkNavigation takes the selected item of a navigation that persists
+// without a selected_state_key (uiconfig.NavigationKey) out of set, after
+// checking that the config has one and that the value is one of its items'
+// indexes.
+func checkNavigation(set map[string]json.RawMessage, items int, extension string) error {
+	raw, ok := set[uiconfig.NavigationKey]
+	if !ok {
+		return nil
+	}
+	if items == 0 {
+		return models.Errorf(models.ErrInvalid, "state key %q keeps the selection of a navigation with persist and no selected_state_key; extension %q has none", uiconfig.NavigationKey, extension)
+	}
+	var i int
+	if err := json.Unmarshal(raw, &i); err != nil || i < 0 || i >= items || bytes.ContainsAny(raw, ".eE") {
+		return models.Errorf(models.ErrInvalid, "state key %q must be the index of a navigation item, 0 to %d", uiconfig.NavigationKey, items-1)
+	}
+	return nil
+}
+
 // checkValues applies the key and value rules of persisted state, in key
 // order so that the first problem reported is always the same.
 func checkValues(set map[string]json.RawMessage, declared map[string]bool, extension string) error {
@@ -102,6 +124,9 @@ func checkValues(set map[string]json.RawMessage, declared map[string]bool, exten
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if k == uiconfig.NavigationKey {
+			continue // checkNavigation's
+		}
 		if f := models.CredentialFamily(k); f != "" {
 			return models.Errorf(models.ErrInvalid, "state key %q names a credential (%s family); credentials are never persisted", k, f)
 		}

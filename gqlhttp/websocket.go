@@ -94,6 +94,10 @@ func (s *Sockets) transport() transport.Websocket {
 	}
 }
 
+// initForm is the close reason of a connection_init without a bearer token:
+// the form it must have.
+const initForm = `Forbidden: connection_init needs the payload {"Authorization": "Bearer <token>"}`
+
 // init authenticates connection_init: {"Authorization": "Bearer <token>"}.
 func (s *Sockets) init(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 	header := payload.Authorization()
@@ -111,14 +115,15 @@ func (s *Sockets) init(ctx context.Context, payload transport.InitPayload) (cont
 		}
 		return live.WithConn(ctx, &live.Conn{}), nil, nil
 	}
-	forbidden := transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, 4403), "Forbidden")
+	// The close reason says what was wrong, and for a malformed payload
+	// the form expected (a close reason holds at most 123 bytes).
 	token, ok := auth.FromHeader(header)
 	if !ok {
-		return forbidden, nil, errors.New(`connection_init needs {"Authorization": "Bearer <token>"}`)
+		return transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, 4403), initForm), nil, errors.New(initForm)
 	}
 	user, ends, err := s.auth.Session(ctx, token)
 	if err != nil {
-		return forbidden, nil, errors.New("the bearer token is not valid")
+		return transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, 4403), "Forbidden: the bearer token is not valid"), nil, errors.New("the bearer token is not valid")
 	}
 	if c, ok := ctx.Value(upgradedKey{}).(*wsConn); ok {
 		if !s.countUser(c, user.ID) {

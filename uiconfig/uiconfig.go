@@ -25,7 +25,16 @@ type Config struct {
 	Sources   []Source
 	// A2UI is the response declaration; nil when there is none.
 	A2UI *A2UI
+	// NavigationItems is how many items a navigation without a
+	// selected_state_key has when it persists its selection (under
+	// NavigationKey); 0 otherwise.
+	NavigationItems int
 }
+
+// NavigationKey is the persisted state key of the selected item of a
+// navigation that persists without a selected_state_key: the item's index.
+// Plugins cannot declare it (a state key starts with a letter).
+const NavigationKey = "$navigation"
 
 // Source is a data source: its id and its capability.
 type Source struct {
@@ -50,6 +59,11 @@ func Read(raw []byte) Config {
 		InitialState map[string]json.RawMessage `json:"initial_state"`
 		DataSources  []Source                   `json:"data_sources"`
 		A2UI         *A2UI                      `json:"a2ui"`
+		Navigation   *struct {
+			SelectedStateKey string            `json:"selected_state_key"`
+			Persist          bool              `json:"persist"`
+			Items            []json.RawMessage `json:"items"`
+		} `json:"navigation"`
 	}
 	json.Unmarshal(raw, &top)
 	c := Config{Placement: top.Placement, Description: top.Description, StateKeys: map[string]bool{},
@@ -59,6 +73,9 @@ func Read(raw []byte) Config {
 	}
 	for k := range top.InitialState {
 		c.StateKeys[k] = true
+	}
+	if n := top.Navigation; n != nil && n.Persist && n.SelectedStateKey == "" {
+		c.NavigationItems = len(n.Items)
 	}
 	return c
 }

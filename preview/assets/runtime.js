@@ -1884,7 +1884,9 @@
     data: function () { return clone(ctxOf(currentRoute()).data); },
     context: function () { return clone(ctxOf(currentRoute()).context); },
     route: function () { var r = currentRoute(); return { extension: r.ext.id, parameters: clone(r.params), depth: app.stack.length }; },
-    inspector: inspectorData,
+    // The inspector's data is for the preview, and in the web host for an
+    // admin who asked for it (?debug=1): nobody else gets it, here either.
+    inspector: function () { return bundle.inspector === false ? null : inspectorData(); },
     metrics: function () { return clone(app.metrics); },
     // setState writes state as a host payload would: declared keys only.
     setState: function (values) {

@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"pluginhost/internal/testenv"
+)
+
+// navScreen is a screen whose navigation persists its selection: by index
+// (no selected_state_key) or through a state key.
+func navScreen(withKey bool) string {
+	nav := map[string]any{"type": "tabs", "persist": true, "label_behavior": "always", "items": []any{
+		map[string]any{"id": "first", "label": "First", "value": "first", "action": map[string]any{"type": "set_state", "values": map[string]any{"mark": "first"}}},
+		map[string]any{"id": "second", "label": "Second", "value": "second", "action": map[string]any{"type": "set_state", "values": map[string]any{"mark": "second"}}},
+		map[string]any{"id": "third", "label": "Third", "value": "third", "action": map[string]any{"type": "set_state", "values": map[string]any{"mark": "third"}}},
+	}}
+	state := map[string]any{"mark": "none"}
+	if withKey {
+		nav["selected_state_key"] = "tab"
+		state["tab"] = "first"
+	}
+	c := map[string]any{"ui_schema": 2, "description": "tabs", "navigation": nav, "initial_state": state,
+		"view": map[string]any{"type": "text", "props": map[string]any{"text": "Mark {{state.mark}}"}}}
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// Navigation persist keeps and restores the selection in both forms the
+// spec allows: the selected item's index when there is no
+// selected_state_key, and the key's value when there is one.
+func TestNavigationPersist(t *testing.T) {
+	testenv.Chromium(t)
+	h := newHost(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
+	alice := h.user(t, "alice", false)
+	m, files := appNotes(t, func(f map[string]string) {
+		f["ui/byindex.json"] = navScreen(false)
+		f["ui/bykey.json"] = navScreen(true)
+		var m map[string]any
+		json.Unmarshal([]byte(f["manifest.json"]), &m)
+		m["extensions"] = append(m["extensions"].([]any),
+			map[string]any{"id": "byindex", "point": "screen", "config": "ui/byindex.json"},
+			map[string]any{"id": "bykey", "point": "screen", "config": "ui/bykey.json"})
+		b, _ := json.Marshal(m)
+		f["manifest.json"] = string(b)
+	})
+	_, ids := installApp(t, h, alice, m, files, 1)
+	for _, tc := range []struct{ ext, stored string }{
+		{"byindex", `{"$navigation":2}`},
+		{"bykey", `{"tab":"third"}`},
+	} {
+		t.Run(tc.ext, func(t *testing.T) {
+			p := openApp(t, alice, "/app/"+ids[0]+"/"+tc.ext)
+			p.WaitFor(liveReady)
+			p.Click(`[data-ph-nav-item="third"]`)
+			waitText(p, "Mark third")
+			p.WaitFor(`window.pluginhostPreview.events().some(function(e){return e.type==="state_persisted" || e.type==="navigation_select"})`)
+			var ui struct {
+				UiConfig struct{ PersistedState json.RawMessage } `json:"uiConfig"`
+			}
+			deadline := time.Now().Add(15 * time.Second)
+			for {
+				alice.Must(t, `query($i:ID!,$e:String!){uiConfig(instanceId:$i,extension:$e){persistedState}}`, map[string]any{"i": ids[0], "e": tc.ext}, &ui)
+				if string(ui.UiConfig.PersistedState) == tc.stored {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("persisted %s, want %s; events %s", ui.UiConfig.PersistedState, tc.stored, p.EvalString(`JSON.stringify(window.pluginhostPreview.events().slice(-8))`))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			p.Do("Page.reload", nil)
+			p.WaitFor(liveReady)
+			waitUntil(p, `document.querySelector('[data-ph-nav-item="third"]') && document.querySelector('[data-ph-nav-item="third"]').getAttribute('aria-selected') === "true"`, 15*time.Second)
+		})
+	}
+	// The key is the host's: refused where the config has no such
+	// navigation, and out of range.
+	const set = `mutation($i:ID!,$e:String!,$v:JSON!){setExtensionState(instanceId:$i,extension:$e,values:$v)}`
+	for _, tc := range []struct {
+		ext   string
+		value any
+	}{{"main", 0}, {"byindex", 3}, {"byindex", -1}, {"byindex", "2"}, {"byindex", 1.5}} {
+		alice.Fail(t, "PLUGIN_STORAGE_INVALID", set, map[string]any{"i": ids[0], "e": tc.ext, "v": map[string]any{"$navigation": tc.value}})
+	}
+	alice.Must(t, set, map[string]any{"i": ids[0], "e": "byindex", "v": map[string]any{"$navigation": 0}}, nil)
+}
