@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"pluginhost/models"
+	"pluginhost/preview/assets"
 )
 
 // Server is what the web host's routes need of the host, given as
@@ -56,6 +57,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 		mux.HandleFunc("POST /app/login", s.signIn)
 		mux.HandleFunc("POST /app/logout", s.signOut)
 	}
+	mux.HandleFunc("GET "+AssetsPath+"{file}", serveAsset)
 	mux.HandleFunc("GET /app", s.list)
 	mux.HandleFunc("GET /app/{$}", s.list)
 	mux.HandleFunc("GET /app/{instance_id}", s.first)
@@ -224,3 +226,41 @@ type recorder struct {
 func (w *recorder) Header() http.Header         { return w.header }
 func (w *recorder) Write(b []byte) (int, error) { return w.body.Write(b) }
 func (w *recorder) WriteHeader(status int)      { w.status = status }
+
+// serveAsset serves a static file of the pages by its hashed name: public
+// (it holds no user's data), cached for good, gzip-compressed when the
+// client takes it.
+func serveAsset(w http.ResponseWriter, r *http.Request) {
+	f, ok := assets.StaticFile(r.PathValue("file"))
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", f.ContentType)
+	h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	h.Set("ETag", f.ETag)
+	h.Set("Vary", "Accept-Encoding")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if r.Header.Get("If-None-Match") == f.ETag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	body := f.Body
+	if acceptsGzip(r) {
+		h.Set("Content-Encoding", "gzip")
+		body = f.Gzip
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.Write(body)
+}
+
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		name, q, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.TrimSpace(q) != "q=0" {
+			return true
+		}
+	}
+	return false
+}

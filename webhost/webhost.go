@@ -39,10 +39,15 @@ func endpoint(instanceID, name string) string {
 	return "/app/" + url.PathEscape(instanceID) + "/-/" + name
 }
 
-// CSP is the pages' Content-Security-Policy: inline scripts and styles of
-// the page only, requests only to this origin, images only as data or from
-// blobs the page made of the image proxy's answers.
-const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; connect-src 'self'; font-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+// CSP is the pages' Content-Security-Policy: scripts only from this
+// origin's static files (no inline script), styles from them and the page,
+// requests only to this origin, images only as data or from blobs the page
+// made of the image proxy's answers.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src data: blob:; connect-src 'self'; font-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// AssetsPath is where the pages' static files are served, each named by
+// its content's hash.
+const AssetsPath = "/app/assets/"
 
 // Viewer is the signed-in user a page is for.
 type Viewer struct {
@@ -99,6 +104,7 @@ func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, e
 		NoScript:  "The web host needs JavaScript.",
 		Host:      "live.js",
 		Chrome:    "bell.js",
+		Assets:    AssetsPath,
 		Bundle:    raw,
 	}
 	write(w, page.Bytes())
@@ -138,7 +144,7 @@ func ServeList(w http.ResponseWriter, r *http.Request, v Viewer) {
 	out.WriteString("<h1>Your plugins</h1>\n<div class=\"who\">" + signOutForm(v) + "</div>\n")
 	out.WriteString("<div id=\"list\" aria-live=\"polite\">Loading…</div>\n")
 	out.WriteString(`<script type="application/json" id="ph-list">` + assets.ScriptSafe.Replace(`{"graphql":"`+ListGraphQLPattern+`"}`) + "</script>\n")
-	out.WriteString("<script>\n" + listJS + "</script>\n</body>\n</html>\n")
+	out.WriteString(`<script src="` + AssetsPath + assets.StaticName("list.js") + "\"></script>\n</body>\n</html>\n")
 	write(w, []byte(out.String()))
 }
 
@@ -197,37 +203,3 @@ h1 { font-size: 22px; margin: 0 0 4px; } .who { color: #49454f; margin: 0 0 16px
 .ph-signout button { border: 1px solid #79747e; background: transparent; border-radius: 16px; padding: 4px 12px; font: inherit; cursor: pointer; color: #6750a4; }
 `
 
-// listJS fills the list from GraphQL: every Instance of every Installation,
-// with a link per screen and home extension.
-const listJS = `(function () {
-  'use strict';
-  var cfg = JSON.parse(document.getElementById('ph-list').textContent);
-  var list = document.getElementById('list');
-  function el(tag, cls, text) { var e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; }
-  fetch(location.origin + cfg.graphql, { method: 'POST', credentials: 'same-origin', cache: 'no-store',
-    headers: { 'Content-Type': 'application/json', 'X-Pluginhost-App': '1' },
-    body: JSON.stringify({ query: '{ installations { id name version instances { id name enabled } extensions { id point } } }' }) })
-  .then(function (r) { return r.json(); }).then(function (body) {
-    list.textContent = '';
-    if (body.errors || body.error) { list.appendChild(el('p', 'err', 'Could not list your plugins: ' + ((body.errors && body.errors[0].message) || body.error.message))); return; }
-    var n = 0;
-    body.data.installations.forEach(function (instl) {
-      instl.instances.forEach(function (inst) {
-        n++;
-        var box = el('div', 'inst');
-        box.setAttribute('data-instance', inst.id);
-        box.appendChild(el('h2', null, instl.name + ' · ' + inst.name));
-        box.appendChild(el('div', 'meta' + (inst.enabled ? '' : ' off'), 'version ' + instl.version + (inst.enabled ? '' : ' · disabled')));
-        instl.extensions.forEach(function (e) {
-          if (e.point !== 'screen' && e.point !== 'home') return;
-          var a = el('a', null, e.id + ' (' + e.point + ')');
-          a.href = '/app/' + encodeURIComponent(inst.id) + '/' + encodeURIComponent(e.id);
-          box.appendChild(a);
-        });
-        list.appendChild(box);
-      });
-    });
-    if (!n) list.appendChild(el('p', null, 'You have no plugin Instances yet.'));
-  }, function () { list.textContent = 'The server cannot be reached.'; });
-})();
-`

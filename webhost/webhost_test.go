@@ -1,12 +1,19 @@
 package webhost
 
 import (
+	"compress/gzip"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
+
+	"pluginhost/preview/assets"
 )
+
+var scriptTag = regexp.MustCompile(`<script[^>]*>`)
 
 var bundleBlock = regexp.MustCompile(`<script type="application/json" id="ph-bundle">([^<]*)</script>`)
 
@@ -43,8 +50,20 @@ func TestServeScreen(t *testing.T) {
 			if strings.Contains(body, hostile) {
 				t.Fatal("the instance id closed the script element")
 			}
-			if !strings.Contains(body, "window.PluginhostHost") || !strings.Contains(body, "storageChanged") || strings.Contains(body, "PREVIEW_NO_FIXTURE") {
-				t.Fatal("the page does not carry the live host alone")
+			if !strings.Contains(body, `src="/app/assets/`+assets.StaticName("live.js")+`"`) || strings.Contains(body, "fixtures") {
+				t.Fatal("the page does not link the live host alone")
+			}
+			// No inline script: every script element is data or a static file.
+			for _, tag := range scriptTag.FindAllString(body, -1) {
+				if !strings.Contains(tag, `type="application/json"`) && !strings.Contains(tag, ` src="/app/assets/`) {
+					t.Fatalf("an inline script: %s", tag)
+				}
+			}
+			if strings.Contains(CSP, "unsafe-inline'; style") || !strings.Contains(CSP, "script-src 'self';") {
+				t.Fatalf("the policy allows inline scripts: %s", CSP)
+			}
+			if len(body) > 20<<10 {
+				t.Fatalf("the page has %d bytes; at most 20 KiB", len(body))
 			}
 			m := bundleBlock.FindStringSubmatch(body)
 			if m == nil {
@@ -76,5 +95,66 @@ func TestServeList(t *testing.T) {
 	}
 	if w.Header().Get("Content-Security-Policy") != CSP {
 		t.Fatal("no CSP")
+	}
+}
+
+// The static files: by hashed name only, cached for good, compressed for a
+// client that takes gzip, revalidated by ETag.
+func TestAssets(t *testing.T) {
+	mux := http.NewServeMux()
+	(&Server{}).Mount(mux)
+	name := assets.StaticName("runtime.js")
+	for _, tc := range []struct {
+		name, path, encoding string
+		status               int
+	}{
+		{"gzip", "/app/assets/" + name, "gzip, br", 200},
+		{"identity", "/app/assets/" + name, "", 200},
+		{"the unhashed name", "/app/assets/runtime.js", "", 404},
+		{"another hash", "/app/assets/runtime.000000000000.js", "", 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", tc.path, nil)
+			if tc.encoding != "" {
+				r.Header.Set("Accept-Encoding", tc.encoding)
+			}
+			w := httptest.NewRecorder()
+			mux.ServeHTTP(w, r)
+			if w.Code != tc.status {
+				t.Fatalf("status %d, want %d", w.Code, tc.status)
+			}
+			if tc.status != 200 {
+				return
+			}
+			if cc := w.Header().Get("Cache-Control"); cc != "public, max-age=31536000, immutable" {
+				t.Fatalf("Cache-Control %q", cc)
+			}
+			body := w.Body.Bytes()
+			if tc.encoding != "" {
+				if w.Header().Get("Content-Encoding") != "gzip" {
+					t.Fatal("not compressed")
+				}
+				compressed := w.Body.Len()
+				z, err := gzip.NewReader(w.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if body, err = io.ReadAll(z); err != nil {
+					t.Fatal(err)
+				}
+				if compressed > len(body)/2 {
+					t.Fatalf("compressed to %d of %d bytes", compressed, len(body))
+				}
+			}
+			if string(body) != assets.Text("runtime.js") {
+				t.Fatal("not runtime.js")
+			}
+			r.Header.Set("If-None-Match", w.Header().Get("ETag"))
+			w = httptest.NewRecorder()
+			mux.ServeHTTP(w, r)
+			if w.Code != http.StatusNotModified {
+				t.Fatalf("revalidation: %d", w.Code)
+			}
+		})
 	}
 }

@@ -5,6 +5,9 @@
 // corpora by preview/conformance_test.go, which runs it under node. It never
 // evaluates plugin text as code: paths are parsed by hand and read member by
 // member.
+// The page's start, for the runtime's timings: a standalone page sets it in
+// its first script; a page of linked scripts starts here.
+if (typeof window !== 'undefined' && typeof window.pluginhostStart !== 'number') window.pluginhostStart = performance.now();
 (function (root) {
   'use strict';
 

@@ -23,6 +23,12 @@ type Page struct {
 	Host      string // the host script: "fixtures.js" or "live.js"
 	Chrome    string // when not empty, a script of the host's own chrome ("bell.js"), before the host script
 	Bundle    []byte // the bundle's JSON, for the ph-bundle block
+	// Assets, when not empty, is the path the static files are served
+	// under (such as "/app/assets/"): the page then links its scripts, the
+	// catalog and preview.css by their hashed names instead of holding
+	// them, and has no inline script. Empty: a standalone page that holds
+	// everything.
+	Assets string
 }
 
 // static holds the parts that are the same on every page: the catalog block
@@ -50,6 +56,9 @@ var static = sync.OnceValue(func() struct {
 
 // Bytes returns the page's HTML. It panics on a Host that is not embedded.
 func (p *Page) Bytes() []byte {
+	if p.Assets != "" {
+		return p.linked()
+	}
 	s := static()
 	host, ok := s.text[p.Host]
 	if !ok {
@@ -94,6 +103,40 @@ func (p *Page) Bytes() []byte {
 		out.WriteString("<script>\n")
 		out.WriteString(s.text[name])
 		out.WriteString("</script>\n")
+	}
+	out.WriteString("</body>\n</html>\n")
+	return out.Bytes()
+}
+
+// linked is the page of Bytes with its static files linked.
+func (p *Page) linked() []byte {
+	var out bytes.Buffer
+	out.Grow(len(p.Bundle) + len(p.CSS) + 2048)
+	out.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+	out.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
+	out.WriteString("<title>" + html.EscapeString(p.Title) + "</title>\n")
+	out.WriteString(`<link rel="stylesheet" href="` + p.Assets + StaticName("preview.css") + "\">\n")
+	if p.CSS != "" {
+		out.WriteString("<style>\n" + p.CSS + "</style>\n")
+	}
+	out.WriteString("</head>\n")
+	if p.BodyClass != "" {
+		out.WriteString(`<body class="` + html.EscapeString(p.BodyClass) + "\">\n")
+	} else {
+		out.WriteString("<body>\n")
+	}
+	out.WriteString(p.Nav)
+	out.WriteString("<div id=\"ph-app\" class=\"ph-app\"><noscript>" + html.EscapeString(p.NoScript) + "</noscript></div>\n")
+	out.WriteString(`<script type="application/json" id="ph-bundle">`)
+	ScriptSafe.WriteString(&out, string(p.Bundle))
+	out.WriteString("</script>\n")
+	scripts := []string{"catalog.js", "core.js"}
+	if p.Chrome != "" {
+		scripts = append(scripts, p.Chrome)
+	}
+	scripts = append(scripts, p.Host, "runtime.js")
+	for _, name := range scripts {
+		out.WriteString(`<script src="` + p.Assets + StaticName(name) + "\"></script>\n")
 	}
 	out.WriteString("</body>\n</html>\n")
 	return out.Bytes()

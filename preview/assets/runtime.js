@@ -30,7 +30,9 @@
   var T0 = typeof window.pluginhostStart === 'number' ? window.pluginhostStart : performance.now();
   var T1 = performance.now();
   var core = window.PluginhostCore;
-  var catalog = JSON.parse(document.getElementById('ph-catalog').textContent);
+  // The catalog: a static script of the web host's, or the standalone
+  // page's own block.
+  var catalog = window.pluginhostCatalog || JSON.parse(document.getElementById('ph-catalog').textContent);
   var bundle = JSON.parse(document.getElementById('ph-bundle').textContent);
   // plugin, fctx and startState come from the host's load.
   var plugin = { id: '', name: '', version: '', permissions: [], capabilities: [] };
