@@ -202,4 +202,3 @@ h1 { font-size: 22px; margin: 0 0 4px; } .who { color: #49454f; margin: 0 0 16px
 .ph-signout { display: inline-flex; align-items: center; gap: 8px; margin: 0; }
 .ph-signout button { border: 1px solid #79747e; background: transparent; border-radius: 16px; padding: 4px 12px; font: inherit; cursor: pointer; color: #6750a4; }
 `
-
