@@ -6,8 +6,9 @@
 // evaluates plugin text as code: paths are parsed by hand and read member by
 // member.
 // The page's start, for the runtime's timings: a standalone page sets it in
-// its first script; a page of linked scripts starts here.
-if (typeof window !== 'undefined' && typeof window.pluginhostStart !== 'number') window.pluginhostStart = performance.now();
+// its first script; for a page of linked scripts it is the navigation's
+// start (0), so that its timings include loading the page and its files.
+if (typeof window !== 'undefined' && typeof window.pluginhostStart !== 'number') window.pluginhostStart = 0;
 (function (root) {
   'use strict';
 
