@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,4 +86,66 @@ func TestNavigationPersist(t *testing.T) {
 		alice.Fail(t, "PLUGIN_STORAGE_INVALID", set, map[string]any{"i": ids[0], "e": tc.ext, "v": map[string]any{"$navigation": tc.value}})
 	}
 	alice.Must(t, set, map[string]any{"i": ids[0], "e": "byindex", "v": map[string]any{"$navigation": 0}}, nil)
+}
+
+// The app fills the window at every width, with the size class the width
+// gives; the list names the plugin and its screens; a hidden extension is
+// neither listed nor opened by URL, yet the plugin's own navigate reaches it.
+func TestAppFillsWindowAndPlacement(t *testing.T) {
+	testenv.Chromium(t)
+	h := newHost(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
+	alice := h.user(t, "alice", false)
+	m, files := appNotes(t, func(f map[string]string) {
+		var c map[string]any
+		json.Unmarshal([]byte(f["ui/detail.json"]), &c)
+		c["placement"] = "hidden"
+		b, _ := json.Marshal(c)
+		f["ui/detail.json"] = string(b)
+	})
+	_, ids := installApp(t, h, alice, m, files, 1)
+	alice.Must(t, createNote, map[string]any{"i": ids[0], "k": "milk", "v": map[string]any{"text": "milk"}}, nil)
+
+	p := openApp(t, alice, "/app/"+ids[0]+"/main")
+	p.WaitFor(liveReady)
+	for _, tc := range []struct {
+		width int
+		class string
+	}{{390, "compact"}, {700, "medium"}, {1280, "expanded"}} {
+		p.Do("Emulation.setDeviceMetricsOverride", map[string]any{"width": tc.width, "height": 800, "deviceScaleFactor": 1, "mobile": false})
+		waitUntil(p, `window.pluginhostPreview.context().screen.size_class === "`+tc.class+`"`, 15*time.Second)
+		var got struct{ Frame, Window float64 }
+		p.Eval(`({frame: document.querySelector("[data-ph-frame]").getBoundingClientRect().width, window: window.innerWidth})`, &got)
+		if got.Frame < got.Window-1 || got.Window != float64(tc.width) {
+			t.Fatalf("width %d: the frame is %v wide in a window of %v", tc.width, got.Frame, got.Window)
+		}
+		screenshot(t, p, "app-"+tc.class)
+	}
+	p.Do("Emulation.clearDeviceMetricsOverride", nil)
+
+	// The plugin's own navigate reaches the hidden screen.
+	p.ClickText(".ph-card", "milk: milk")
+	waitText(p, "Detail of milk: milk")
+
+	// The list: the plugin's name and description, its screens by their
+	// descriptions, not the hidden one.
+	l := openApp(t, alice, "/app")
+	l.WaitFor(`document.querySelector('[data-instance="` + ids[0] + `"] a')`)
+	text := pageText(l)
+	for _, want := range []string{"App notes · Instance 1", "Notes with a form, a home card and a detail screen", "The notes of the Instance, and a form that adds one."} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the list does not show %q:\n%s", want, text)
+		}
+	}
+	if l.EvalBool(`!!document.querySelector('[data-extension="detail"]')`) {
+		t.Fatal("the list links the hidden extension")
+	}
+
+	// Opened by URL, the hidden extension says where it opens from.
+	d := openApp(t, alice, "/app/"+ids[0]+"/detail")
+	waitText(d, "This screen opens from within the plugin")
+	// /app/{instance} leads to a screen that is not hidden.
+	resp := get(t, h.URL+"/app/"+ids[0], map[string]string{"Authorization": "Bearer " + alice.Token})
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/app/"+ids[0]+"/main" {
+		t.Fatalf("/app/{instance}: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
 }

@@ -172,6 +172,7 @@ type ComplexityRoot struct {
 		AIConsent      func(childComplexity int) int
 		Capabilities   func(childComplexity int) int
 		DataPolicy     func(childComplexity int) int
+		Description    func(childComplexity int) int
 		Extensions     func(childComplexity int) int
 		Generation     func(childComplexity int) int
 		ID             func(childComplexity int) int
@@ -415,6 +416,8 @@ type FetchRecordResolver interface {
 	At(ctx context.Context, obj *storage.FetchRecord) (string, error)
 }
 type InstallationResolver interface {
+	Description(ctx context.Context, obj *models.Installation) (string, error)
+
 	Permissions(ctx context.Context, obj *models.Installation) ([]string, error)
 	Namespaces(ctx context.Context, obj *models.Installation) ([]*Namespace, error)
 
@@ -1010,6 +1013,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Installation.DataPolicy(childComplexity), true
+	case "Installation.description":
+		if e.ComplexityRoot.Installation.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Installation.Description(childComplexity), true
 	case "Installation.extensions":
 		if e.ComplexityRoot.Installation.Extensions == nil {
 			break
@@ -2595,6 +2604,8 @@ func (ec *executionContext) childFields_Installation(ctx context.Context, field 
 		return ec.fieldContext_Installation_pluginId(ctx, field)
 	case "name":
 		return ec.fieldContext_Installation_name(ctx, field)
+	case "description":
+		return ec.fieldContext_Installation_description(ctx, field)
 	case "version":
 		return ec.fieldContext_Installation_version(ctx, field)
 	case "generation":
@@ -6190,6 +6201,29 @@ func (ec *executionContext) _Installation_name(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_Installation_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Installation", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Installation_description(ctx context.Context, field graphql.CollectedField, obj *models.Installation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Installation_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Installation().Description(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Installation_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Installation", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Installation_version(ctx context.Context, field graphql.CollectedField, obj *models.Installation) (ret graphql.Marshaler) {
@@ -13345,6 +13379,44 @@ func (ec *executionContext) _Installation(ctx context.Context, sel ast.Selection
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "description":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Installation_description(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "version":
 			out.Values[i] = ec._Installation_version(ctx, field, obj)
 			if out.Values[i] == graphql.Null {

@@ -46,6 +46,7 @@ const (
 type Manifest struct {
 	ID             string       `json:"id"`
 	Name           string       `json:"name"`
+	Description    string       `json:"description,omitempty"`
 	Version        string       `json:"version"`
 	SchemaVersion  int          `json:"schema_version"`
 	Permissions    []string     `json:"permissions"`

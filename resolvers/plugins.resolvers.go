@@ -12,6 +12,13 @@ import (
 	"pluginhost/models"
 )
 
+func (r *installationResolver) Description(ctx context.Context, obj *models.Installation) (string, error) {
+	if obj.Manifest == nil {
+		return "", nil
+	}
+	return obj.Manifest.Description, nil
+}
+
 func (r *installationResolver) Permissions(ctx context.Context, obj *models.Installation) ([]string, error) {
 	if obj.Manifest.Permissions == nil {
 		return []string{}, nil

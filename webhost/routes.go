@@ -87,12 +87,15 @@ func (s *Server) first(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("instance_id")
-	out := s.Execute(r.Context(), user, `query($i: ID!) { instance(id: $i) { installation { extensions { id point } } } }`, map[string]any{"i": id})
+	out := s.Execute(r.Context(), user, `query($i: ID!) { instance(id: $i) { installation { extensions { id point placement } } } }`, map[string]any{"i": id})
 	var answer struct {
 		Data struct {
 			Instance *struct {
 				Installation struct {
-					Extensions []struct{ ID, Point string }
+					Extensions []struct {
+						ID, Point string
+						Placement *string
+					}
 				}
 			}
 		}
@@ -100,7 +103,7 @@ func (s *Server) first(w http.ResponseWriter, r *http.Request) {
 	json.Unmarshal(out, &answer)
 	if inst := answer.Data.Instance; inst != nil {
 		for _, e := range inst.Installation.Extensions {
-			if e.Point == "screen" || e.Point == "home" {
+			if (e.Point == "screen" || e.Point == "home") && (e.Placement == nil || *e.Placement != "hidden") {
 				target := "/app/" + url.PathEscape(id) + "/" + url.PathEscape(e.ID)
 				if r.URL.RawQuery != "" {
 					target += "?" + r.URL.RawQuery

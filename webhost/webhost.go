@@ -65,7 +65,7 @@ func Inspector(r *http.Request, v Viewer) bool {
 // the instance id, e: the extension): the Instance, its package's extensions
 // with their configs, and the opening extension's config, generation and
 // persisted state.
-const StartQuery = `query($i: ID!, $e: String!) { instance(id: $i) { id name enabled grants connections { id label kind connected account } installation { id pluginId name version generation permissions aiStorageConsent extensions { id point config } } } start: uiConfig(instanceId: $i, extension: $e) { extension point generation config persistedState } }`
+const StartQuery = `query($i: ID!, $e: String!) { instance(id: $i) { id name enabled grants connections { id label kind connected account } installation { id pluginId name version generation permissions aiStorageConsent extensions { id point placement config } } } start: uiConfig(instanceId: $i, extension: $e) { extension point generation config persistedState } }`
 
 // Preload is the answer to StartQuery that the server ran for the page, so
 // that the page starts without a request of its own.
@@ -168,6 +168,9 @@ func write(w http.ResponseWriter, page []byte) {
 // appCSS styles what only the web host's page has: the navigation bar and
 // its notification bell.
 const appCSS = `
+.ph-webhost .ph-stage { padding: 0; gap: 0; }
+.ph-webhost .ph-device { flex: 1; min-width: 0; padding: 0; border-radius: 0; background: none; box-shadow: none; }
+.ph-webhost .ph-frame { width: 100%; border-radius: 0; }
 .ph-app-nav { padding: 6px 12px; font: 14px system-ui, sans-serif; display: flex; align-items: center; justify-content: space-between; }
 .ph-app-nav a { color: #6750a4; }
 .ph-nav-end { display: flex; align-items: center; gap: 8px; }
@@ -196,7 +199,7 @@ const listCSS = `
 body { font: 15px/1.4 system-ui, sans-serif; margin: 24px; color: #1d1b20; background: #fef7ff; }
 h1 { font-size: 22px; margin: 0 0 4px; } .who { color: #49454f; margin: 0 0 16px; }
 .inst { border: 1px solid #cac4d0; border-radius: 12px; padding: 12px 16px; margin: 0 0 12px; background: #fff; }
-.inst h2 { font-size: 17px; margin: 0 0 6px; } .inst .meta { color: #49454f; font-size: 13px; }
+.inst h2 { font-size: 17px; margin: 0 0 6px; } .inst .meta { color: #49454f; font-size: 13px; } .inst .desc { margin: 0 0 4px; }
 .inst a { display: inline-block; margin: 6px 12px 0 0; color: #6750a4; }
 .off { color: #b3261e; } .err { color: #b3261e; }
 .ph-signout { display: inline-flex; align-items: center; gap: 8px; margin: 0; }

@@ -8,7 +8,7 @@
   function el(tag, cls, text) { var e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; }
   fetch(location.origin + cfg.graphql, { method: 'POST', credentials: 'same-origin', cache: 'no-store',
     headers: { 'Content-Type': 'application/json', 'X-Pluginhost-App': '1' },
-    body: JSON.stringify({ query: '{ installations { id name version instances { id name enabled } extensions { id point } } }' }) })
+    body: JSON.stringify({ query: '{ installations { id name description version instances { id name enabled } extensions { id point placement description } } }' }) })
   .then(function (r) { return r.json(); }).then(function (body) {
     list.textContent = '';
     if (body.errors || body.error) { list.appendChild(el('p', 'err', 'Could not list your plugins: ' + ((body.errors && body.errors[0].message) || body.error.message))); return; }
@@ -19,10 +19,15 @@
         var box = el('div', 'inst');
         box.setAttribute('data-instance', inst.id);
         box.appendChild(el('h2', null, instl.name + ' · ' + inst.name));
+        if (instl.description) box.appendChild(el('p', 'desc', instl.description));
         box.appendChild(el('div', 'meta' + (inst.enabled ? '' : ' off'), 'version ' + instl.version + (inst.enabled ? '' : ' · disabled')));
+        // Screens and home cards the user may open; a hidden one opens
+        // only from the plugin's own screens.
         instl.extensions.forEach(function (e) {
-          if (e.point !== 'screen' && e.point !== 'home') return;
-          var a = el('a', null, e.id + ' (' + e.point + ')');
+          if ((e.point !== 'screen' && e.point !== 'home') || e.placement === 'hidden') return;
+          var a = el('a', null, e.description || e.id);
+          a.title = e.id + ' (' + e.point + ')';
+          a.setAttribute('data-extension', e.id);
           a.href = '/app/' + encodeURIComponent(inst.id) + '/' + encodeURIComponent(e.id);
           box.appendChild(a);
         });

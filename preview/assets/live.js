@@ -99,6 +99,10 @@
         var inst = r.data.instance, instl = inst.installation, start = r.data.start;
         var exts = instl.extensions.filter(function (e) { return e.point === 'screen' || e.point === 'home'; });
         if (!exts.some(function (e) { return e.id === live.extension; })) return noExtension(instl);
+        // A hidden extension is reached only by the plugin's own navigate.
+        if (exts.some(function (e) { return e.id === live.extension && e.placement === 'hidden'; })) {
+          return { blocked: 'hidden', title: 'This screen opens from within the plugin', error: { code: 'HIDDEN', message: 'The plugin ' + instl.name + ' shows ' + JSON.stringify(live.extension) + ' only from its own screens; open one of them instead.' } };
+        }
         persistedState = {};
         persistedState[start.extension] = start.persistedState || {};
         var list = exts.map(function (e) { return { id: e.id, point: e.point, config: e.id === start.extension ? start.config : e.config }; });

@@ -180,10 +180,19 @@
 
   // ---- Context of bindings ------------------------------------------------
 
+  // screenInfo is the screen the extension is shown on: in the web host the
+  // window (the app fills it), in the preview the chosen size.
   function screenInfo() {
-    var s = bundle.screens[app.size];
-    var w = s[0];
-    return { width: w, height: s[1], size_class: w < 600 ? 'compact' : w < 840 ? 'medium' : 'expanded' };
+    var w, ht;
+    if (bundle.live) {
+      w = Math.round(window.innerWidth);
+      ht = Math.max(240, Math.round(window.innerHeight - (frame ? frame.getBoundingClientRect().top + window.scrollY : 0)));
+    } else {
+      var s = bundle.screens[app.size];
+      w = s[0];
+      ht = s[1];
+    }
+    return { width: w, height: ht, size_class: w < 600 ? 'compact' : w < 840 ? 'medium' : 'expanded' };
   }
 
   function permissionsOf() {
@@ -1718,7 +1727,8 @@
       h('div', { 'class': 'ph-seg', role: 'group', 'aria-label': 'Theme' }, ['light', 'dark'].map(function (m) {
         return h('button', { type: 'button', 'data-ph-mode': m, 'aria-pressed': String(app.mode === m), on: { click: function () { setMode(m); } } }, m === 'light' ? 'Light' : 'Dark');
       })),
-      h('div', { 'class': 'ph-seg', role: 'group', 'aria-label': 'Screen size' }, ['compact', 'medium', 'expanded'].map(function (s) {
+      // The web host's screen is the window.
+      bundle.live ? null : h('div', { 'class': 'ph-seg', role: 'group', 'aria-label': 'Screen size' }, ['compact', 'medium', 'expanded'].map(function (s) {
         return h('button', { type: 'button', 'data-ph-size': s, 'aria-pressed': String(app.size === s), on: { click: function () { setSize(s); } } }, s[0].toUpperCase() + s.slice(1));
       }))
     ]);
@@ -1824,6 +1834,21 @@
       if (!r) return;
       if (r.ui.select && !(ev.target.closest && ev.target.closest('.ph-select-field'))) { r.ui.select = null; render(); }
     });
+    // In the web host the screen is the window: a resize renders again,
+    // and a new size class is a screen_size event as in the preview.
+    if (bundle.live) {
+      var lastClass = null, resizeQueued = false;
+      window.addEventListener('resize', function () {
+        if (resizeQueued) return;
+        resizeQueued = true;
+        requestAnimationFrame(function () {
+          resizeQueued = false;
+          var si = screenInfo();
+          if (si.size_class !== lastClass) { lastClass = si.size_class; emit('screen_size', { size: si.size_class, screen: si }); }
+          render();
+        });
+      });
+    }
     document.addEventListener('visibilitychange', function () {
       if (document.visibilityState === 'visible') foreground();
       else app.stack.forEach(stopTimers);
@@ -1851,10 +1876,10 @@
         var r = currentRoute();
         var s = screenInfo();
         var view = app.blocked ? blockedScreen() : r ? screen(r) : loadingScreen();
-        var fs = themeStyle() + 'width:' + s.width + 'px;height:' + s.height + 'px;';
+        var fs = themeStyle() + (bundle.live ? 'height:' + s.height + 'px;' : 'width:' + s.width + 'px;height:' + s.height + 'px;');
         if (fs !== lastFrameStyle) { frame.setAttribute('style', fs); lastFrameStyle = fs; }
         frame.setAttribute('data-mode', app.mode);
-        frame.setAttribute('data-size', app.size);
+        frame.setAttribute('data-size', bundle.live ? s.size_class : app.size);
         frame.className = 'ph-frame ph-mode-' + app.mode;
         patch(frame, frame.firstChild, view);
         patchChildren(chromeBar, [chrome()]);
