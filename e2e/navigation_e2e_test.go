@@ -13,8 +13,8 @@ import (
 // (no selected_state_key) or through a state key.
 func navScreen(withKey bool) string {
 	nav := map[string]any{"type": "tabs", "persist": true, "label_behavior": "always", "items": []any{
-		map[string]any{"id": "first", "label": "First", "value": "first", "action": map[string]any{"type": "set_state", "values": map[string]any{"mark": "first"}}},
-		map[string]any{"id": "second", "label": "Second", "value": "second", "action": map[string]any{"type": "set_state", "values": map[string]any{"mark": "second"}}},
+		map[string]any{"id": "first", "label": "First", "icon": "menu_book", "value": "first", "action": map[string]any{"type": "set_state", "values": map[string]any{"mark": "first"}}},
+		map[string]any{"id": "second", "label": "Second", "icon": "local_florist", "value": "second", "action": map[string]any{"type": "set_state", "values": map[string]any{"mark": "second"}}},
 		map[string]any{"id": "third", "label": "Third", "value": "third", "action": map[string]any{"type": "set_state", "values": map[string]any{"mark": "third"}}},
 	}}
 	state := map[string]any{"mark": "none"}
@@ -54,6 +54,19 @@ func TestNavigationPersist(t *testing.T) {
 		t.Run(tc.ext, func(t *testing.T) {
 			p := openApp(t, alice, "/app/"+ids[0]+"/"+tc.ext)
 			p.WaitFor(liveReady)
+			// Any Material Symbols name is drawn as its symbol: one glyph as
+			// wide as the icon, not the name's letters.
+			p.WaitFor(`document.fonts.status === "loaded" && document.fonts.check('20px "Material Symbols Outlined"')`)
+			for _, name := range []string{"menu_book", "local_florist"} {
+				var g struct {
+					Text  string
+					Width float64
+				}
+				p.Eval(`(function(){var e=document.querySelector('[data-icon="`+name+`"]'); var r=document.createRange(); r.selectNodeContents(e); return {text: e.textContent, width: r.getBoundingClientRect().width};})()`, &g)
+				if g.Text != name || g.Width < 10 || g.Width > 24 {
+					t.Fatalf("icon %s is drawn as %q, %v px wide, not as one symbol", name, g.Text, g.Width)
+				}
+			}
 			p.Click(`[data-ph-nav-item="third"]`)
 			waitText(p, "Mark third")
 			p.WaitFor(`window.pluginhostPreview.events().some(function(e){return e.type==="state_persisted" || e.type==="navigation_select"})`)

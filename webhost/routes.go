@@ -250,7 +250,7 @@ func serveAsset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := f.Body
-	if acceptsGzip(r) {
+	if f.Gzip != nil && acceptsGzip(r) {
 		h.Set("Content-Encoding", "gzip")
 		body = f.Gzip
 	}

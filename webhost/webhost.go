@@ -78,6 +78,7 @@ type Preload struct {
 // when not nil, is the answer to StartQuery for the page's user.
 func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, extension string, preload *Preload) {
 	bundle := map[string]any{
+		"icon_font": true,
 		"themes":    preview.Themes(),
 		"screens":   preview.ScreenSizes(),
 		"inspector": Inspector(r, v),
@@ -98,7 +99,7 @@ func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, e
 	}
 	page := assets.Page{
 		Title:     extension + " · pluginhost",
-		CSS:       appCSS,
+		CSS:       appCSS(),
 		BodyClass: "ph-webhost",
 		Nav:       nav(v),
 		NoScript:  "The web host needs JavaScript.",
@@ -165,9 +166,17 @@ func write(w http.ResponseWriter, page []byte) {
 	w.Write(page)
 }
 
-// appCSS styles what only the web host's page has: the navigation bar and
-// its notification bell.
-const appCSS = `
+// appCSS styles what only the web host's page has: the icon font, the
+// navigation bar and its notification bell.
+func appCSS() string {
+	return `@font-face { font-family: "Material Symbols Outlined"; font-style: normal; font-weight: 400; font-display: block; src: url("` +
+		AssetsPath + assets.StaticName(assets.IconFont) + `") format("woff2"); }
+.ph-symbol { font-family: "Material Symbols Outlined"; font-weight: normal; font-style: normal; line-height: 1; letter-spacing: normal; text-transform: none;
+  white-space: nowrap; word-wrap: normal; direction: ltr; overflow: hidden; font-feature-settings: "liga"; -webkit-font-smoothing: antialiased; }
+` + appChromeCSS
+}
+
+const appChromeCSS = `
 .ph-webhost .ph-stage { padding: 0; gap: 0; }
 .ph-webhost .ph-device { flex: 1; min-width: 0; padding: 0; border-radius: 0; background: none; box-shadow: none; }
 .ph-webhost .ph-frame { width: 100%; border-radius: 0; }

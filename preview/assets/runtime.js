@@ -660,12 +660,21 @@
   };
 
   var glyphs = { add: '+', close: '✕', arrow_back: '←', arrow_forward: '→', menu: '☰', more_vert: '⋮', refresh: '↻', search: '⌕', star: '★', check: '✓', home: '⌂', settings: '⚙', edit: '✎', 'delete': '⌫', north: '↑', south: '↓', east: '→', west: '←', save: '⤓', today: '◷', event: '▦', notes: '≣', mail: '✉', info: 'ℹ', warning: '⚠', error: '⊘', inbox: '⊟', favorite: '♥', person: '◉', cloud: '☁', history: '⟲', broken_image: '▨', expand_more: '▾', chevron_right: '›' };
+  // iconGlyph draws an icon by its Material Symbols name: with the host's
+  // icon font (the web host), the font's ligature draws any name; without
+  // it (the standalone preview), a glyph of the host's own short list, or
+  // the name's initials.
+  var iconFont = !!bundle.icon_font;
   function iconGlyph(name, size, colorValue, extraClass) {
     var n = str(name);
-    var g = glyphs[n] || n.replace(/_/g, ' ').split(' ').map(function (w) { return w[0] || ''; }).join('').slice(0, 2).toUpperCase();
-    var s = 'font-size:' + Math.round((size || 24) * 0.66) + 'px;width:' + (size || 24) + 'px;height:' + (size || 24) + 'px;';
+    var px = size || 24;
+    var s = 'width:' + px + 'px;height:' + px + 'px;';
     if (colorValue) s += 'color:' + colorValue + ';';
-    return h('span', { 'class': 'ph-icon' + (extraClass ? ' ' + extraClass : ''), 'data-icon': n, title: n, role: 'img', 'aria-label': n, style: s }, g);
+    if (iconFont && /^[a-z0-9_]{1,64}$/.test(n)) {
+      return h('span', { 'class': 'ph-icon ph-symbol' + (extraClass ? ' ' + extraClass : ''), 'data-icon': n, title: n, role: 'img', 'aria-label': n, style: s + 'font-size:' + px + 'px;' }, n);
+    }
+    var g = glyphs[n] || n.replace(/_/g, ' ').split(' ').map(function (w) { return w[0] || ''; }).join('').slice(0, 2).toUpperCase();
+    return h('span', { 'class': 'ph-icon' + (extraClass ? ' ' + extraClass : ''), 'data-icon': n, title: n, role: 'img', 'aria-label': n, style: s + 'font-size:' + Math.round(px * 0.66) + 'px;' }, g);
   }
   renderers.icon = function (node, path, scope) {
     return iconGlyph(propOf(node, 'name', scope), propOf(node, 'size', scope), color(propOf(node, 'color', scope)));

@@ -19,9 +19,13 @@ type Static struct {
 	Name        string // the hashed name, such as "runtime.3f2a9c1b7d4e.js"
 	ContentType string
 	Body        []byte
-	Gzip        []byte // Body gzip-compressed
+	Gzip        []byte // Body gzip-compressed; nil for a file compressed already
 	ETag        string
 }
+
+// IconFont is the static file of the icon font: Material Symbols Outlined
+// (fonts/README.md).
+const IconFont = "material-symbols-outlined.woff2"
 
 // staticFiles are the embedded files served as static assets; catalog.js
 // (the node catalog, as a script) is made from package uicatalog.
@@ -40,20 +44,33 @@ var statics = sync.OnceValue(func() struct {
 		hash := hex.EncodeToString(sum[:6])
 		ext := path.Ext(name)
 		hashed := strings.TrimSuffix(name, ext) + "." + hash + ext
-		var z bytes.Buffer
-		w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
-		w.Write(body)
-		w.Close()
-		ct := "text/javascript; charset=utf-8"
-		if ext == ".css" {
-			ct = "text/css; charset=utf-8"
+		st := &Static{Name: hashed, Body: body, ETag: `"` + hash + `"`}
+		switch ext {
+		case ".woff2":
+			st.ContentType = "font/woff2" // compressed already
+		case ".css":
+			st.ContentType = "text/css; charset=utf-8"
+		default:
+			st.ContentType = "text/javascript; charset=utf-8"
 		}
-		out.byHashed[hashed] = &Static{Name: hashed, ContentType: ct, Body: body, Gzip: z.Bytes(), ETag: `"` + hash + `"`}
+		if ext != ".woff2" {
+			var z bytes.Buffer
+			w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+			w.Write(body)
+			w.Close()
+			st.Gzip = z.Bytes()
+		}
+		out.byHashed[hashed] = st
 		out.hashed[name] = hashed
 	}
 	for _, name := range staticFiles {
 		add(name, []byte(Text(name)))
 	}
+	font, err := files.ReadFile("fonts/" + IconFont)
+	if err != nil {
+		panic("assets: no icon font: " + err.Error())
+	}
+	add(IconFont, font)
 	var c bytes.Buffer
 	if err := json.Compact(&c, uicatalog.JSON()); err != nil {
 		panic("assets: the UI catalog is not JSON: " + err.Error())
