@@ -913,3 +913,68 @@ func TestBrowserSlowAnswerAfterNavigationDiscarded(t *testing.T) {
 		}
 	}
 }
+
+// Rule: label_behavior decides which navigation items show their label
+// (an item without an icon always does); a theme whose colours read badly
+// together is warned about, per pair and mode.
+func TestBrowserLabelBehaviorAndContrast(t *testing.T) {
+	screen := func(lb string, theme map[string]any) string {
+		c := map[string]any{"ui_schema": 2, "initial_state": map[string]any{"mark": ""},
+			"navigation": map[string]any{"type": "bar", "label_behavior": lb, "items": []any{
+				map[string]any{"id": "one", "label": "One", "icon": "home", "action": map[string]any{"type": "set_state", "values": map[string]any{"mark": "one"}}},
+				map[string]any{"id": "two", "label": "Two", "icon": "star", "action": map[string]any{"type": "set_state", "values": map[string]any{"mark": "two"}}},
+				map[string]any{"id": "three", "label": "Three", "action": map[string]any{"type": "set_state", "values": map[string]any{"mark": "three"}}},
+			}},
+			"view": map[string]any{"type": "text", "props": map[string]any{"text": "mark {{state.mark}}"}}}
+		if theme != nil {
+			c["theme"] = theme
+		}
+		b, _ := json.Marshal(c)
+		return string(b)
+	}
+	open := func(t *testing.T, config string) *page {
+		opts := labOptions(t, "other")
+		opts.Files["ui/other.json"] = []byte(config)
+		p := open(t, renderFile(t, opts))
+		p.idle()
+		return p
+	}
+	labels := func(p *page) string {
+		return p.EvalString(`Array.from(document.querySelectorAll("[data-ph-nav-item]")).map(function(e){return e.getAttribute("data-ph-nav-item")+(e.querySelector(".ph-nav-label")?"+":"-")}).join(" ")`)
+	}
+	for _, tc := range []struct {
+		behavior, before, after string
+	}{
+		{"auto", "one+ two+ three+", "one+ two+ three+"},
+		{"always", "one+ two+ three+", "one+ two+ three+"},
+		{"selected", "one+ two- three+", "one- two+ three+"}, // the first item starts selected
+		{"never", "one- two- three+", "one- two- three+"},
+	} {
+		t.Run(tc.behavior, func(t *testing.T) {
+			p := open(t, screen(tc.behavior, nil))
+			if got := labels(p); got != tc.before {
+				t.Fatalf("labels %q, want %q", got, tc.before)
+			}
+			p.Click(`[data-ph-nav-item=two]`)
+			p.wantText("mark two")
+			if got := labels(p); got != tc.after {
+				t.Fatalf("after choosing two: labels %q, want %q", got, tc.after)
+			}
+			if n := len(p.eventsOf("contrast_warning")); n != 0 {
+				t.Fatalf("%d contrast warnings for the host's own theme", n)
+			}
+		})
+	}
+	t.Run("contrast", func(t *testing.T) {
+		p := open(t, screen("auto", map[string]any{"color_scheme": map[string]any{"primary": "#777777", "on_primary": "#888888"}}))
+		found := false
+		for _, w := range p.eventsOf("contrast_warning") {
+			if w["foreground"] == "on_primary" && w["background"] == "primary" && w["mode"] == "light" {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("no contrast warning for on_primary on primary; events: %v", p.events())
+		}
+	})
+}
