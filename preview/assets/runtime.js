@@ -57,10 +57,6 @@
   catalog.typography.forEach(function (t) { typography[t] = true; });
   var fontWeights = {};
   catalog.font_weights.forEach(function (w) { fontWeights[w.name] = w.weight; });
-  function defaultOf(list, name) {
-    for (var i = 0; i < list.length; i++) if (list[i].name === name) return list[i].default;
-    return undefined;
-  }
 
   // ---- Events -------------------------------------------------------------
 
@@ -964,7 +960,7 @@
     scope.route.inputs.push(entry);
     return entry;
   }
-  function resolvedRules(node, scope) {
+  function resolvedRules(node) {
     var p = {};
     ['required', 'min_length', 'max_length', 'minimum', 'maximum', 'keyboard'].forEach(function (k) {
       var v = (node.props || {})[k];
