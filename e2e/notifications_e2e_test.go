@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"pluginhost/bundle"
 	"pluginhost/internal/plugintest"
 	"pluginhost/internal/testenv"
 	"pluginhost/internal/wasmtest"
@@ -16,19 +15,10 @@ import (
 // that returns what its arguments say (notifications included).
 func notifyingNotes(t *testing.T) (map[string]any, map[string]string) {
 	t.Helper()
-	folder, err := bundle.ReadPlugin(plugintest.Example(t, "../examples/notes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(folder.Files["manifest.json"], &m); err != nil {
-		t.Fatal(err)
-	}
+	m, raw := plugintest.Package(t, "../examples/notes")
 	files := map[string]string{}
-	for name, b := range folder.Files {
-		if name != "manifest.json" {
-			files[name] = string(b)
-		}
+	for name, b := range raw {
+		files[name] = string(b)
 	}
 	files["capabilities/request.wasm"] = string(wasmtest.Module(t, "../sandbox/testdata/modules", "request"))
 	m["capabilities"] = append(m["capabilities"].([]any),

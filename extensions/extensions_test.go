@@ -41,15 +41,7 @@ func newHost(t testing.TB, b testenv.Backend) *host {
 // and a response extension, with its manifest changed by edit.
 func weather(t testing.TB, version string, edit func(m map[string]any, files map[string][]byte)) map[string][]byte {
 	t.Helper()
-	folder, err := bundle.ReadPlugin(plugintest.Example(t, "../examples/weather"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := folder.Files
-	var m map[string]any
-	if err := json.Unmarshal(files["manifest.json"], &m); err != nil {
-		t.Fatal(err)
-	}
+	m, files := plugintest.Package(t, "../examples/weather")
 	m["version"] = version
 	if edit != nil {
 		edit(m, files)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"pluginhost/bundle"
 	"pluginhost/capability"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/plugintest"
@@ -25,16 +24,7 @@ import (
 // notify). edit changes the manifest.
 func notes(t testing.TB, version string, edit func(m map[string]any)) (map[string]any, map[string][]byte) {
 	t.Helper()
-	folder, err := bundle.ReadPlugin(plugintest.Example(t, "../examples/notes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := folder.Files
-	var m map[string]any
-	if err := json.Unmarshal(files["manifest.json"], &m); err != nil {
-		t.Fatal(err)
-	}
-	delete(files, "manifest.json")
+	m, files := plugintest.Package(t, "../examples/notes")
 	files["capabilities/request.wasm"] = wasmtest.Module(t, "../sandbox/testdata/modules", "request")
 	m["version"] = version
 	m["capabilities"] = append(m["capabilities"].([]any),

@@ -156,14 +156,19 @@ func head(out *strings.Builder, title string) {
 }
 
 func write(w http.ResponseWriter, page []byte) {
-	h := w.Header()
+	pageHeaders(w.Header(), CSP)
+	w.Write(page)
+}
+
+// pageHeaders are the headers of every page: never cached, framed or
+// sniffed, sending no referrer, under the policy csp.
+func pageHeaders(h http.Header, csp string) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Content-Security-Policy", CSP)
-	w.Write(page)
+	h.Set("Content-Security-Policy", csp)
 }
 
 // appCSS styles what only the web host's page has: the icon font, the

@@ -5,12 +5,14 @@ package plugintest
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"pluginhost/bundle"
 	"pluginhost/pluginbuild"
 	"pluginhost/sandbox"
 )
@@ -45,6 +47,24 @@ func Example(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	return cp
+}
+
+// Package returns an example plugin built as Example builds it, as a
+// package holds it: its manifest, decoded, and its other files (what the
+// manifest names).
+func Package(t testing.TB, dir string) (map[string]any, map[string][]byte) {
+	t.Helper()
+	folder, err := bundle.ReadPlugin(Example(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := folder.Files
+	var m map[string]any
+	if err := json.Unmarshal(files["manifest.json"], &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(files, "manifest.json")
+	return m, files
 }
 
 func build(src string) (string, error) {
