@@ -59,6 +59,9 @@ func TestNotificationsAcrossReplicas(t *testing.T) {
 	m, files := notifyingNotes(t)
 	installation, ids := installApp(t, h, alice, m, files, 1)
 	inst := ids[0]
+	// Compiled on both replicas before the test begins.
+	warmCapability(t, alice, inst, "notes.request")
+	warmCapability(t, &Client{URL: b.URL, Token: alice.Token}, inst, "notes.request")
 
 	ws := DialWS(t, b.URL, transportWS)
 	ws.Init(alice.Token)

@@ -97,12 +97,20 @@ func (s *Service) OpenPackage(ctx context.Context, data []byte) (*bundle.Package
 const InstallCompileWait = 20 * time.Second
 
 // compileModules compiles every module the package's capabilities name,
-// waiting InstallCompileWait at most.
+// waiting InstallCompileWait at most (less when the request's deadline is
+// nearer).
 func (s *Service) compileModules(ctx context.Context, pkg *bundle.Package, m *models.Manifest) error {
 	if s.Modules == nil {
 		return nil
 	}
-	wait, cancel := context.WithTimeout(ctx, InstallCompileWait)
+	// At most InstallCompileWait, and at most half of what the request has
+	// left: the install answers in time on a loaded machine, and the
+	// compilations go on.
+	limit := InstallCompileWait
+	if d, ok := ctx.Deadline(); ok && time.Until(d)/2 < limit {
+		limit = time.Until(d) / 2
+	}
+	wait, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	done := map[string]bool{}
 	for _, c := range m.Capabilities {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"pluginhost/access"
 	"pluginhost/capability"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/plugintest"
@@ -497,22 +498,37 @@ func TestArchiveUndo(t *testing.T) {
 	})
 }
 
-// Parallel runs that replace the same notification leave exactly one, on
-// both databases.
+// Parallel notifications that replace the same one leave exactly one, with
+// its pending actions only, on both databases.
 func TestParallelReplace(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		h := newHost(t, b)
+		ctx := context.Background()
+		target, err := h.env.Server.Gate.Open(ctx, h.caller, h.inst.ID, access.Use)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := target.Manifest.Capability("notes.request")
 		const writers = 8
 		errs := make(chan error, writers)
 		for i := range writers {
 			go func() {
-				errs <- h.send(h.inst.ID, "notes.request", notice("same", fmt.Sprintf("writer %d", i), action("a", hostActions(set("k", i)))))
+				raw, _ := json.Marshal([]any{notice("same", fmt.Sprintf("writer %d", i), action("a", hostActions(set("k", i))))})
+				list, err := notify.Parse(target.Manifest, c, raw)
+				if err == nil {
+					err = h.svc.Record(ctx, target, c.ID, list)
+				}
+				errs <- err
 			}()
 		}
+		var failed []error
 		for range writers {
 			if err := <-errs; err != nil {
-				t.Fatal(err)
+				failed = append(failed, err)
 			}
+		}
+		if len(failed) > 0 {
+			t.Fatalf("%d of %d writers failed: %v", len(failed), writers, failed)
 		}
 		if n := testenv.Count(t, h.env.DB.Read, "notifications", "instance_id = ? AND notice_id = ?", h.inst.ID, "same"); n != 1 {
 			t.Fatalf("%d notifications with the same id, want 1", n)
