@@ -44,6 +44,12 @@ const MaxBackoff = time.Hour
 // again.
 const BusyRetry = 10 * time.Second
 
+// LeaseSlack is what a lease allows beyond a run's wall time for what is
+// around it (waiting for a slot or a compilation, the snapshot, the host
+// actions, the audit) on a loaded machine: a run that is slow but alive is
+// never taken for lost, only one whose replica died.
+const LeaseSlack = time.Minute
+
 // QuarantineAfter is how many failed runs in a row quarantine a capability.
 const QuarantineAfter = 10
 
@@ -70,9 +76,8 @@ type Scheduler struct {
 	Owner string
 	// Tick is how often to look for due runs; DefaultTick when zero.
 	Tick time.Duration
-	// Lease is how long a claimed run may take before another replica may
-	// claim the Instance's capability again; three wall times of a run when
-	// zero.
+	// Lease is how long a claimed run may take before another replica takes
+	// it for lost; three wall times of a run and LeaseSlack when zero.
 	Lease time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
@@ -126,7 +131,7 @@ func (s *Scheduler) defaults() {
 		s.Now = time.Now
 	}
 	if s.Lease == 0 {
-		s.Lease = 3 * s.Runner.Engine.Limits().Timeout
+		s.Lease = 3*s.Runner.Engine.Limits().Timeout + LeaseSlack
 	}
 	if s.Owner == "" {
 		b := make([]byte, 8)
