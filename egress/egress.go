@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"pluginhost/models"
 	"strconv"
 	"strings"
 	"syscall"
@@ -204,7 +205,7 @@ func ParseURL(raw string) (*Target, *Error) {
 			t.IP, t.Host = a, a.String()
 		} else if numericHost(ascii) {
 			return bad("numeric host %q is not a dotted-quad IPv4 address", ascii)
-		} else if !DNSName(ascii) {
+		} else if !models.IsDNSName(ascii) {
 			return bad("host %q is not a DNS name", ascii)
 		} else {
 			t.Host = ascii
@@ -219,26 +220,6 @@ func ParseURL(raw string) (*Target, *Error) {
 	}
 	t.URL = &url.URL{Scheme: "https", Host: hostport, Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}
 	return t, nil
-}
-
-// DNSName reports whether host is a DNS name of lower-case letters, digits
-// and hyphens: labels of 1 to 63 characters, not starting or ending with a
-// hyphen, 253 characters in all.
-func DNSName(host string) bool {
-	if len(host) > 253 || host == "" {
-		return false
-	}
-	for label := range strings.SplitSeq(host, ".") {
-		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for _, c := range []byte(label) {
-			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // numericHost reports whether the last label of a host name is a number

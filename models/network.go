@@ -112,7 +112,7 @@ func ParseHostPattern(s string) (HostPattern, error) {
 	if host != strings.ToLower(host) {
 		return p, fmt.Errorf("%q: host names are written in lower case", s)
 	}
-	if !isDNSName(host) || !strings.Contains(host, ".") && host != "localhost" {
+	if !IsDNSName(host) || !strings.Contains(host, ".") && host != "localhost" {
 		return p, fmt.Errorf("%q is not a DNS name such as api.example.com", s)
 	}
 	if last := host[strings.LastIndexByte(host, '.')+1:]; strings.Trim(last, "0123456789") == "" {
@@ -156,9 +156,10 @@ func HostsAllow(hosts []string, host string, port int) bool {
 	return false
 }
 
-// isDNSName reports whether host is lower-case labels of letters, digits and
-// hyphens, 1 to 63 each, 253 in all.
-func isDNSName(host string) bool {
+// IsDNSName reports whether host is a DNS name of lower-case letters, digits
+// and hyphens: labels of 1 to 63 characters, not starting or ending with a
+// hyphen, 253 characters in all.
+func IsDNSName(host string) bool {
 	if host == "" || len(host) > 253 {
 		return false
 	}
