@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,7 +14,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,33 +28,16 @@ import (
 type limitsHost struct {
 	URL      string
 	env      *fixture.Env
-	log      *lockedBuffer
+	log      *testenv.Buffer
 	token    string // alice's
 	instance string // alice's Instance
 	users    map[string]string
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func newLimitsHost(t testing.TB, limits gqlhttp.Limits) *limitsHost {
 	t.Helper()
 	backend := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/limits.db"}
-	logs := &lockedBuffer{}
+	logs := &testenv.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	env := fixture.New(t, backend, fixture.Limits(limits), fixture.Log(log))
 	srv := httptest.NewServer(env.Server.Handler)

@@ -35,24 +35,6 @@ import (
 	"pluginhost/sandbox"
 )
 
-// lockedBuffer is the server's log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // provider is a real OpenID provider (zitadel's example OP) on loopback
 // HTTPS, with a client registered for the host's callback.
 type provider struct {
@@ -134,7 +116,7 @@ func authorize(t *testing.T, b *http.Client, authURL string) (string, *http.Resp
 // GraphQL, logs or the audit trail.
 func TestOAuthFlow(t *testing.T) {
 	ca := tlstest.NewCA(t, "oauth test CA")
-	logs := &lockedBuffer{}
+	logs := &testenv.Buffer{}
 	var skew atomic.Int64 // the host's clock, ahead of the wall clock by this much
 	env := fixture.New(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/oauth.db"},
 		fixture.Egress([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, ca.PEMFile),

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,24 +17,6 @@ import (
 	"pluginhost/models"
 	"pluginhost/sandbox"
 )
-
-// syncBuffer is the loop's output, read while it writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type world struct {
 	env   *fixture.Env
@@ -77,7 +58,7 @@ func newEngine(t *testing.T) *sandbox.Engine {
 
 // waitFor waits until the output holds want after the offset from, and
 // returns the offset past it.
-func waitFor(t *testing.T, out *syncBuffer, from int, want string) int {
+func waitFor(t *testing.T, out *testenv.Buffer, from int, want string) int {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -136,7 +117,7 @@ func (w *world) summary(t *testing.T) string {
 func TestLoop(t *testing.T) {
 	w := newWorld(t)
 	dir := copyExample(t)
-	out := &syncBuffer{}
+	out := &testenv.Buffer{}
 	l := &devloop.Loop{Dir: dir, Server: w.url, Token: w.admin, Engine: newEngine(t), Interval: 50 * time.Millisecond, Out: out}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -195,7 +176,7 @@ func TestLoopUntrustedKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := &syncBuffer{}
+	out := &testenv.Buffer{}
 	l := &devloop.Loop{Dir: copyExample(t), Server: w.url, Token: token, Engine: newEngine(t), Out: out}
 	if err := l.Once(context.Background()); err == nil {
 		t.Fatalf("installed with an untrusted key:\n%s", out.String())

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -81,25 +80,8 @@ type Server struct {
 	DSN  string
 	Keys string // the --trusted-keys folder
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *testenv.Buffer
 	done chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // servingLine finds the listen address in a text or JSON log line.
@@ -112,7 +94,7 @@ func Start(t testing.TB, dsn, keys string, extra ...string) *Server {
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", dsn, "--trusted-keys", keys, "--data-dir", keys}, extra...)
 	cmd := exec.Command(binary, args...)
 	stderr, _ := cmd.StderrPipe()
-	s := &Server{DSN: dsn, Keys: keys, cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
+	s := &Server{DSN: dsn, Keys: keys, cmd: cmd, log: &testenv.Buffer{}, done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"pluginhost/internal/testenv"
 	"regexp"
 	"strings"
 	"syscall"
@@ -173,7 +174,7 @@ func copyRepository(t *testing.T) string {
 type shell struct {
 	cmd    *exec.Cmd
 	tty    *os.File
-	out    *syncBuffer
+	out    *testenv.Buffer
 	done   chan struct{}
 	prompt int
 }
@@ -197,7 +198,7 @@ func startShell(t *testing.T, dir string) *shell {
 		t.Fatal(err)
 	}
 	slave.Close()
-	sh := &shell{cmd: cmd, tty: master, out: &syncBuffer{}, done: make(chan struct{})}
+	sh := &shell{cmd: cmd, tty: master, out: &testenv.Buffer{}, done: make(chan struct{})}
 	go func() {
 		io.Copy(sh.out, master) // ends with EIO when bash exits
 		cmd.Wait()
