@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"pluginhost/preview"
 	"pluginhost/preview/assets"
@@ -172,14 +173,15 @@ func pageHeaders(h http.Header, csp string) {
 }
 
 // appCSS styles what only the web host's page has: the icon font, the
-// navigation bar and its notification bell.
-func appCSS() string {
+// navigation bar and its notification bell. It names the font by its hash,
+// so it is made once.
+var appCSS = sync.OnceValue(func() string {
 	return `@font-face { font-family: "Material Symbols Outlined"; font-style: normal; font-weight: 400; font-display: block; src: url("` +
 		AssetsPath + assets.StaticName(assets.IconFont) + `") format("woff2"); }
 .ph-symbol { font-family: "Material Symbols Outlined"; font-weight: normal; font-style: normal; line-height: 1; letter-spacing: normal; text-transform: none;
   white-space: nowrap; word-wrap: normal; direction: ltr; overflow: hidden; font-feature-settings: "liga"; -webkit-font-smoothing: antialiased; }
 ` + appChromeCSS
-}
+})
 
 const appChromeCSS = `
 .ph-webhost .ph-stage { padding: 0; gap: 0; }
