@@ -329,14 +329,14 @@ func parseResult(stdout []byte, instanceID string) (*Result, error) {
 	}
 	// The host's own members are the host's: taken out of data before
 	// output_schema and the caller see it.
-	if ha, ok := fields["host_actions"]; ok && string(ha) != "null" {
+	ha, hasActions := fields["host_actions"]
+	if hasActions && string(ha) != "null" {
 		res.HostActions = ha
 	}
-	if n, ok := fields["notifications"]; ok && string(n) != "null" {
+	n, hasNotices := fields["notifications"]
+	if hasNotices && string(n) != "null" {
 		res.Notifications = n
 	}
-	_, hasActions := fields["host_actions"]
-	_, hasNotices := fields["notifications"]
 	if hasActions || hasNotices {
 		delete(fields, "host_actions")
 		delete(fields, "notifications")
