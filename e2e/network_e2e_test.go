@@ -53,13 +53,7 @@ func weatherPlugin(t *testing.T, service *weatherserver.Server) (map[string]any,
 // fetch is audited without its query; disconnect and uninstall delete the
 // key.
 func TestWeatherNetworkE2E(t *testing.T) {
-	service, err := weatherserver.Start("127.0.0.1:0", "wk_e2e_"+fmt.Sprint(time.Now().UnixNano()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer service.Close()
-	caFile := filepath.Join(t.TempDir(), "weather-ca.pem")
-	os.WriteFile(caFile, service.CA.PEM(), 0o644)
+	service, caFile := startWeather(t, "wk_e2e_")
 
 	pub := NewPublisher(t)
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "weather.db")
@@ -271,13 +265,7 @@ func tlsConfigFor(s *weatherserver.Server) *tls.Config {
 // return lands).
 func TestWeatherConnectInBrowser(t *testing.T) {
 	testenv.Chromium(t)
-	service, err := weatherserver.Start("127.0.0.1:0", "wk_browser_"+fmt.Sprint(time.Now().UnixNano()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer service.Close()
-	caFile := filepath.Join(t.TempDir(), "weather-ca.pem")
-	os.WriteFile(caFile, service.CA.PEM(), 0o644)
+	service, caFile := startWeather(t, "wk_browser_")
 	pub := NewPublisher(t)
 	h := &host{Server: Start(t, "sqlite:"+filepath.Join(t.TempDir(), "weather.db"), pub.Dir,
 		"--egress-allow-private", "127.0.0.0/8,::1", "--egress-ca", caFile), pub: pub}
@@ -313,4 +301,21 @@ func TestWeatherConnectInBrowser(t *testing.T) {
 	// /app/{instance} leads to its first screen, with the query.
 	p.Do("Page.navigate", map[string]any{"url": c.URL + "/app/" + id + "?connected=weatherkey"})
 	waitUntil(p, `location.pathname === "/app/`+id+`/main" && location.search === "?connected=weatherkey"`, 15*time.Second)
+}
+
+// startWeather starts the example weather service on loopback with a fresh
+// API key (keyPrefix and a time), until the test ends; it returns the
+// service and the file of its CA, for --egress-ca.
+func startWeather(t *testing.T, keyPrefix string) (*weatherserver.Server, string) {
+	t.Helper()
+	service, err := weatherserver.Start("127.0.0.1:0", keyPrefix+fmt.Sprint(time.Now().UnixNano()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { service.Close() })
+	caFile := filepath.Join(t.TempDir(), "weather-ca.pem")
+	if err := os.WriteFile(caFile, service.CA.PEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return service, caFile
 }
