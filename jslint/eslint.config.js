@@ -1,6 +1,7 @@
 // ESLint's recommended rules for the browser runtime of preview/assets:
 // plain scripts (no modules), run by the preview and the web host; core.js
-// also runs under node for the conformance tests.
+// and hostcache.js also run under node, for the conformance tests and the
+// host cache's unit tests.
 const js = require("@eslint/js");
 const globals = require("globals");
 
@@ -12,7 +13,7 @@ module.exports = [
     rules: { "no-unused-vars": ["error", { caughtErrors: "none" }] },
   },
   {
-    files: ["preview/assets/core.js"],
+    files: ["preview/assets/core.js", "preview/assets/hostcache.js"],
     languageOptions: { globals: { ...globals.node } },
   },
 ];

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"pluginhost/internal/testenv"
@@ -214,5 +215,17 @@ func TestJSConformance(t *testing.T) {
 			t.Errorf("%s: %d cases passed, the corpus has %d", section, r.Passed, want)
 		}
 		t.Logf("%s: %d/%d cases pass in JavaScript", section, r.Passed, want)
+	}
+}
+
+// TestHostCacheRules runs the DOM-free tests of the host cache and its
+// refresh rules (testdata/hostcache.test.js) under node.
+func TestHostCacheRules(t *testing.T) {
+	out, err := exec.Command(node(t), "--test", "--test-reporter=tap", filepath.Join("testdata", "hostcache.test.js")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "# fail 0") || strings.Contains(string(out), "# pass 0\n") {
+		t.Fatalf("the host cache tests did not all run and pass:\n%s", out)
 	}
 }

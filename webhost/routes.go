@@ -72,11 +72,53 @@ func (s *Server) Mount(mux *http.ServeMux) {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	user, _, ok := s.User(w, r)
+	user, credential, ok := s.User(w, r)
 	if !ok {
 		return
 	}
-	ServeList(w, r, Viewer{Name: user.Name, Admin: user.Admin})
+	home, cards := s.home(r.Context(), user, credential)
+	ServeHome(w, r, Viewer{Name: user.Name, Admin: user.Admin}, home, cards)
+}
+
+// home runs the home's queries for the user: HomeQuery, and StartQuery for
+// every home extension it draws (of an enabled Instance, not hidden), so that
+// the page starts without a request. Nil when the answer is not data (the
+// page then asks itself).
+func (s *Server) home(ctx context.Context, user *models.User, credential string) (json.RawMessage, []Card) {
+	out := s.Execute(ctx, user, HomeQuery, nil)
+	var answer struct {
+		Data struct {
+			Installations []struct {
+				Instances []struct {
+					ID      string
+					Enabled bool
+				}
+				Extensions []struct {
+					ID, Point string
+					Placement *string
+				}
+			}
+		}
+		Errors []json.RawMessage
+	}
+	var raw struct {
+		Data json.RawMessage
+	}
+	if json.Unmarshal(out, &answer) != nil || json.Unmarshal(out, &raw) != nil || len(answer.Errors) > 0 || raw.Data == nil {
+		return nil, nil
+	}
+	cards := []Card{}
+	for _, instl := range answer.Data.Installations {
+		for _, inst := range instl.Instances {
+			for _, e := range instl.Extensions {
+				if e.Point != "home" || (e.Placement != nil && *e.Placement == "hidden") || !inst.Enabled {
+					continue
+				}
+				cards = append(cards, Card{InstanceID: inst.ID, Extension: e.ID, Preload: s.preload(ctx, user, credential, inst.ID, e.ID)})
+			}
+		}
+	}
+	return redact(raw.Data, credential), cards
 }
 
 // first sends /app/{instance} to the Instance's first screen (where an OAuth

@@ -1,7 +1,10 @@
-// Package webhost is the host's own renderer in the browser: GET /app lists
-// the viewer's Instances, and GET /app/{instance_id}/{extension} opens one
-// screen or home extension live against this server, with the preview's
-// runtime (package preview/assets) and its live host (live.js).
+// Package webhost is the host's own renderer in the browser: GET /app is the
+// home (the viewer's Instances, their screens, and their home extensions
+// drawn live), and GET /app/{instance_id}/{extension} opens one screen or home
+// extension live against this server, with the preview's runtime (package
+// preview/assets) and its live host (live.js). Both are one page, the shell
+// (shell.js): a screen opened from the home opens in the same page, so that
+// every surface shares the host cache.
 //
 // The pages carry no credential. The browser authenticated the page request
 // (HTTP Basic with the token as the password, or a bearer header); every
@@ -17,7 +20,6 @@ import (
 	"html"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 
 	"pluginhost/preview"
@@ -68,6 +70,10 @@ func Inspector(r *http.Request, v Viewer) bool {
 // persisted state.
 const StartQuery = `query($i: ID!, $e: String!) { instance(id: $i) { id name enabled grants connections { id label kind connected account } installation { id pluginId name version generation permissions aiStorageConsent extensions { id point placement config } } } start: uiConfig(instanceId: $i, extension: $e) { extension point generation config persistedState } }`
 
+// HomeQuery is the GraphQL query of the home: the viewer's Installations,
+// their Instances and extensions.
+const HomeQuery = `{ installations { id name description version instances { id name enabled } extensions { id point placement description icon } } }`
+
 // Preload is the answer to StartQuery that the server ran for the page, so
 // that the page starts without a request of its own.
 type Preload struct {
@@ -83,6 +89,7 @@ func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, e
 		"themes":    preview.Themes(),
 		"screens":   preview.ScreenSizes(),
 		"inspector": Inspector(r, v),
+		"shell":     shellConfig(nil, nil),
 		"live": map[string]any{
 			"instance_id": instanceID,
 			"extension":   extension,
@@ -106,6 +113,57 @@ func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, e
 		NoScript:  "The web host needs JavaScript.",
 		Host:      "live.js",
 		Chrome:    "bell.js",
+		Shell:     "shell.js",
+		Assets:    AssetsPath,
+		Bundle:    raw,
+	}
+	write(w, page.Bytes())
+}
+
+// Card is a home extension of an Instance the home draws, with the answer to
+// StartQuery for it when the server ran it.
+type Card struct {
+	InstanceID string   `json:"instance_id"`
+	Extension  string   `json:"extension"`
+	Preload    *Preload `json:"preload"`
+}
+
+// shellConfig is what the shell needs to open the home and screens in the
+// page: the page's GraphQL endpoint, the queries, and, on the home, the
+// answer to HomeQuery and the cards' starts.
+func shellConfig(home json.RawMessage, cards []Card) map[string]any {
+	c := map[string]any{"graphql": ListGraphQLPattern, "start_query": StartQuery, "home_query": HomeQuery}
+	if home != nil {
+		c["home"] = home
+		c["cards"] = cards
+	}
+	return c
+}
+
+// ServeHome writes the home: home, when not nil, is the data of the answer
+// to HomeQuery, and cards the home extensions it lists with their starts.
+func ServeHome(w http.ResponseWriter, r *http.Request, v Viewer, home json.RawMessage, cards []Card) {
+	bundle := map[string]any{
+		"icon_font": true,
+		"themes":    preview.Themes(),
+		"screens":   preview.ScreenSizes(),
+		"inspector": false,
+		"shell":     shellConfig(home, cards),
+	}
+	raw, err := json.Marshal(bundle)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	page := assets.Page{
+		Title:     "pluginhost",
+		CSS:       appCSS(),
+		BodyClass: "ph-webhost",
+		Nav:       nav(v),
+		NoScript:  "The web host needs JavaScript.",
+		Host:      "live.js",
+		Chrome:    "bell.js",
+		Shell:     "shell.js",
 		Assets:    AssetsPath,
 		Bundle:    raw,
 	}
@@ -115,7 +173,7 @@ func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, e
 // nav is the web host's navigation bar: back to the list, the bell, who is
 // signed in, and signing out.
 func nav(v Viewer) string {
-	return "<nav class=\"ph-app-nav\"><a href=\"/app\">All Instances</a><span class=\"ph-nav-end\">" +
+	return "<nav class=\"ph-app-nav\"><a href=\"/app\" data-ph-home-link=\"1\">Home</a><span class=\"ph-nav-end\">" +
 		"<span id=\"ph-bell\" class=\"ph-bell-slot\"></span>" + signOutForm(v) + "</span></nav>\n"
 }
 
@@ -135,25 +193,6 @@ func routeParams(r *http.Request) map[string]string {
 		}
 	}
 	return p
-}
-
-// ServeList writes the page that lists the viewer's Instances with links to
-// their screen and home extensions.
-func ServeList(w http.ResponseWriter, r *http.Request, v Viewer) {
-	var out strings.Builder
-	head(&out, "pluginhost apps")
-	out.WriteString("<style>\n" + listCSS + "</style>\n</head>\n<body>\n")
-	out.WriteString("<h1>Your plugins</h1>\n<div class=\"who\">" + signOutForm(v) + "</div>\n")
-	out.WriteString("<div id=\"list\" aria-live=\"polite\">Loading…</div>\n")
-	out.WriteString(`<script type="application/json" id="ph-list">` + assets.ScriptSafe.Replace(`{"graphql":"`+ListGraphQLPattern+`"}`) + "</script>\n")
-	out.WriteString(`<script src="` + AssetsPath + assets.StaticName("list.js") + "\"></script>\n</body>\n</html>\n")
-	write(w, []byte(out.String()))
-}
-
-func head(out *strings.Builder, title string) {
-	out.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
-	out.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
-	out.WriteString("<title>" + html.EscapeString(title) + "</title>\n")
 }
 
 func write(w http.ResponseWriter, page []byte) {
@@ -209,15 +248,14 @@ const appChromeCSS = `
 .ph-bell-meta { color: #49454f; font-size: 12px; margin-top: 2px; }
 .ph-bell-empty, .ph-bell-error { padding: 4px 16px; color: #49454f; } .ph-bell-error { color: #b3261e; }
 .ph-bell-note { font-size: 13px; color: #386a20; margin-top: 4px; }
-`
-
-const listCSS = `
-body { font: 15px/1.4 system-ui, sans-serif; margin: 24px; color: #1d1b20; background: #fef7ff; }
-h1 { font-size: 22px; margin: 0 0 4px; } .who { color: #49454f; margin: 0 0 16px; }
-.inst { border: 1px solid #cac4d0; border-radius: 12px; padding: 12px 16px; margin: 0 0 12px; background: #fff; }
-.inst h2 { font-size: 17px; margin: 0 0 6px; } .inst .meta { color: #49454f; font-size: 13px; } .inst .desc { margin: 0 0 4px; }
-.inst a { display: inline-block; margin: 6px 12px 0 0; color: #6750a4; }
-.off { color: #b3261e; } .err { color: #b3261e; }
-.ph-signout { display: inline-flex; align-items: center; gap: 8px; margin: 0; }
-.ph-signout button { border: 1px solid #79747e; background: transparent; border-radius: 16px; padding: 4px 12px; font: inherit; cursor: pointer; color: #6750a4; }
+.ph-home { padding: 16px 24px; max-width: 1200px; margin: 0 auto; font: 15px/1.4 system-ui, sans-serif; color: #1d1b20; }
+.ph-home-title { font-size: 22px; margin: 0 0 12px; }
+.ph-home-list { display: grid; gap: 16px; grid-template-columns: repeat(auto-fill, minmax(min(100%, 360px), 1fr)); align-items: start; }
+.ph-home-instance { border: 1px solid #cac4d0; border-radius: 12px; padding: 12px 16px; background: #fff; min-width: 0; }
+.ph-home-instance h2 { font-size: 17px; margin: 0 0 6px; display: flex; align-items: center; gap: 8px; }
+.ph-home-icon { font-size: 20px; color: #6750a4; }
+.ph-home-desc { margin: 0 0 4px; } .ph-home-meta { color: #49454f; font-size: 13px; } .ph-home-off, .ph-home-error { color: #b3261e; }
+.ph-home-links a { display: inline-flex; align-items: center; gap: 4px; margin: 6px 12px 0 0; color: #6750a4; }
+.ph-home-card { margin-top: 12px; border-radius: 12px; overflow: hidden; border: 1px solid #e7e0ec; }
+.ph-home-card .ph-chrome { position: static; }
 `

@@ -86,10 +86,10 @@ func TestServeScreen(t *testing.T) {
 	}
 }
 
-// The list page names the viewer as text, never as markup.
-func TestServeList(t *testing.T) {
+// The home names the viewer as text, never as markup.
+func TestServeHome(t *testing.T) {
 	w := httptest.NewRecorder()
-	ServeList(w, httptest.NewRequest("GET", "/app", nil), Viewer{Name: "<b>al</b>"})
+	ServeHome(w, httptest.NewRequest("GET", "/app", nil), Viewer{Name: "<b>al</b>"}, nil, nil)
 	if strings.Contains(w.Body.String(), "<b>al</b>") || !strings.Contains(w.Body.String(), "&lt;b&gt;al&lt;/b&gt;") {
 		t.Fatal("the user name is not escaped")
 	}

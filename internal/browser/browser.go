@@ -40,6 +40,7 @@ type Browser struct {
 	pending map[int64]chan cdpReply
 	errs    map[string][]string // session → uncaught exceptions
 	reqs    map[string][]string // session → URLs requested, once RecordRequests ran
+	posts   map[string][]Post   // session → POST requests with their bodies, once RecordRequests ran
 	done    chan struct{}
 }
 
@@ -92,7 +93,7 @@ func startBrowser(path string) (*Browser, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	b := &Browser{cmd: cmd, dir: dir, pending: map[int64]chan cdpReply{}, errs: map[string][]string{}, reqs: map[string][]string{}, done: make(chan struct{})}
+	b := &Browser{cmd: cmd, dir: dir, pending: map[int64]chan cdpReply{}, errs: map[string][]string{}, reqs: map[string][]string{}, posts: map[string][]Post{}, done: make(chan struct{})}
 	// Chromium writes its port and browser path to DevToolsActivePort.
 	var wsURL string
 	b.proxy = proxy
@@ -165,8 +166,9 @@ func (b *Browser) read() {
 		} else if msg.Method == "Network.requestWillBeSent" || msg.Method == "Network.webSocketCreated" {
 			var p struct {
 				Request struct {
-					Method string `json:"method"`
-					URL    string `json:"url"`
+					Method   string `json:"method"`
+					URL      string `json:"url"`
+					PostData string `json:"postData"`
 				} `json:"request"`
 				URL string `json:"url"`
 			}
@@ -176,6 +178,9 @@ func (b *Browser) read() {
 					b.reqs[msg.SessionID] = append(b.reqs[msg.SessionID], "WS "+p.URL)
 				} else {
 					b.reqs[msg.SessionID] = append(b.reqs[msg.SessionID], p.Request.Method+" "+p.Request.URL)
+					if p.Request.Method == "POST" {
+						b.posts[msg.SessionID] = append(b.posts[msg.SessionID], Post{URL: p.Request.URL, Body: p.Request.PostData})
+					}
 				}
 			}
 		} else if msg.Method == "Runtime.exceptionThrown" {
@@ -432,6 +437,19 @@ func (p *Page) RecordRequests() {
 	}
 	p.b.mu.Unlock()
 	p.Do("Network.enable", nil)
+}
+
+// Post is a POST request a page sent: its URL and body.
+type Post struct {
+	URL, Body string
+}
+
+// Posts returns the POST requests recorded since RecordRequests, with their
+// bodies.
+func (p *Page) Posts() []Post {
+	p.b.mu.Lock()
+	defer p.b.mu.Unlock()
+	return append([]Post(nil), p.b.posts[p.session]...)
 }
 
 // Requests returns the requests recorded since RecordRequests.

@@ -13,7 +13,7 @@ import (
 	"strings"
 )
 
-//go:embed core.js runtime.js fixtures.js live.js bell.js list.js preview.css fonts/material-symbols-outlined.woff2
+//go:embed core.js hostcache.js runtime.js fixtures.js live.js bell.js shell.js preview.css fonts/material-symbols-outlined.woff2
 var files embed.FS
 
 // Text returns the embedded file name (such as "runtime.js"). It panics on

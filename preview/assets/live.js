@@ -1,49 +1,53 @@
-// live.js: the web host's host (GET /app/{instance_id}/{extension}). It
-// implements the host interface of runtime.js against the server: configs
-// and persisted state from uiConfig, capability and storage tool runs through
-// invoke, persisted state through setExtensionState, images only through the
-// image proxy (ui-images:fetch), and changes from the storageChanged
-// subscription over a websocket (graphql-transport-ws), which also carries
-// the viewer's notifications (notificationAdded) to the bell (bell.js).
+// live.js: the web host's host (GET /app and GET /app/{instance_id}/{extension}).
+// It implements the host interface of runtime.js against the server, one
+// host per surface: configs and persisted state from uiConfig, capability and
+// storage tool runs through invoke, persisted state through
+// setExtensionState, images only through the image proxy (ui-images:fetch),
+// and changes from the storageChanged subscription. Every surface of the page
+// shares one connection (PluginhostConnection): GraphQL over HTTP and one
+// websocket (graphql-transport-ws) with one storageChanged subscription per
+// Instance, whatever the number of its surfaces, and the viewer's
+// notifications (notificationAdded) for the bell (bell.js).
 //
 // The page holds no credential: every request is same-origin and carries the
-// credentials the browser already sent for the page (HTTP Basic with the
-// token as the password, or the header the browser was given). Nothing here
-// reads, stores or logs a token.
+// credentials the browser already sent for the page (the session cookie,
+// HTTP Basic with the token as the password, or the header the browser was
+// given). Nothing here reads, stores or logs a token.
 (function () {
   'use strict';
-  window.PluginhostHost = function (env) {
-    var bundle = env.bundle;
-    var live = bundle.live;
-    var instanceID = live.instance_id;
-    var persistedState = {};
-    var loaded = null; // the last successful load
-    var listener = function () {};
-    var socket = null, socketTries = 0, lastRevision = null, blockedPoll = null;
-    // subscribed is the socket whose subscription has answered its snapshot:
-    // while it is the open socket, every storage write reaches the page as a
-    // storageChanged event, its own writes too.
-    var subscribed = null;
 
-    function errorOf(x, message) {
-      var err = { code: (x && x.code) || 'ERROR', message: message || '' };
-      ['reason', 'exitCode', 'problems'].forEach(function (k) { if (x && x[k] !== undefined) err[k] = x[k]; });
-      return err;
-    }
+  function errorOf(x, message) {
+    var err = { code: (x && x.code) || 'ERROR', message: message || '' };
+    ['reason', 'exitCode', 'problems'].forEach(function (k) { if (x && x[k] !== undefined) err[k] = x[k]; });
+    return err;
+  }
 
-    // answer reads a GraphQL answer into {data} or {error}.
-    function answer(status, body) {
-      if (body && body.errors && body.errors.length) return { error: errorOf(body.errors[0].extensions, body.errors[0].message), data: body.data };
-      if (body && body.error) return { error: errorOf(body.error, body.error.message) };
-      if (status !== 200 || !body) return { error: { code: status === 401 ? 'UNAUTHENTICATED' : 'HTTP_' + status, message: 'the server answered ' + status } };
-      return { data: body.data };
-    }
+  // answer reads a GraphQL answer into {data} or {error}.
+  function answer(status, body) {
+    if (body && body.errors && body.errors.length) return { error: errorOf(body.errors[0].extensions, body.errors[0].message), data: body.data };
+    if (body && body.error) return { error: errorOf(body.error, body.error.message) };
+    if (status !== 200 || !body) return { error: { code: status === 401 ? 'UNAUTHENTICATED' : 'HTTP_' + status, message: 'the server answered ' + status } };
+    return { data: body.data };
+  }
+
+  var notificationFields = 'id instanceId pluginId title body severity read createdAt actions { id label type extension }';
+
+  // Connection is the page's link to the server at the GraphQL path graphql.
+  // subscribe(instance, handler) joins the Instance's storageChanged
+  // subscription: handler({type: 'change', change}) for each event (a
+  // snapshot first, also to a surface that joins later), {type: 'ended'}
+  // when the server ends it, {type: 'closed'} when the socket drops; it
+  // returns the function that leaves it.
+  function Connection(graphql) {
+    var socket = null, acked = false, tries = 0, seq = 0;
+    var subs = {};
+    var onNotification = function () {};
 
     // gql runs one GraphQL operation; it resolves to {data} or {error}. URLs
     // are built on location.origin: a page opened with credentials in its URL
     // may not fetch relative URLs, which would carry them.
     function gql(query, variables) {
-      return fetch(location.origin + live.graphql, {
+      return fetch(location.origin + graphql, {
         method: 'POST', credentials: 'same-origin', cache: 'no-store',
         headers: { 'Content-Type': 'application/json', 'X-Pluginhost-App': '1' },
         body: JSON.stringify({ query: query, variables: variables || {} })
@@ -53,6 +57,133 @@
         return { error: { code: 'UNREACHABLE', message: 'the server cannot be reached' } };
       });
     }
+
+    function send(m) { if (socket && acked) socket.send(JSON.stringify(m)); }
+    function subscribeMessage(instance, s) {
+      send({ id: s.id, type: 'subscribe', payload: {
+        query: 'subscription($i: ID!) { storageChanged(instanceId: $i) { storageRevision namespace key operation generation } }',
+        variables: { i: instance } } });
+    }
+    function byID(id) {
+      for (var k in subs) if (subs[k].id === id) return { instance: k, sub: subs[k] };
+      return null;
+    }
+    function tell(s, m) { s.handlers.slice().forEach(function (h) { h(m); }); }
+
+    function connect() {
+      if (socket) return;
+      var ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + graphql, 'graphql-transport-ws');
+      socket = ws;
+      acked = false;
+      ws.onopen = function () { ws.send(JSON.stringify({ type: 'connection_init', payload: {} })); };
+      ws.onmessage = function (ev) {
+        if (socket !== ws) return;
+        var m;
+        try { m = JSON.parse(ev.data); } catch (e) { return; }
+        if (m.type === 'connection_ack') {
+          acked = true;
+          tries = 0;
+          Object.keys(subs).forEach(function (k) { subscribeMessage(k, subs[k]); });
+          send({ id: 'n', type: 'subscribe', payload: { query: 'subscription { notificationAdded { ' + notificationFields + ' } }' } });
+          // Whatever came while the socket was away: the bell reads again.
+          onNotification(null);
+          return;
+        }
+        if (m.type === 'ping') { ws.send(JSON.stringify({ type: 'pong' })); return; }
+        if (m.id === 'n') {
+          if (m.type === 'next' && m.payload && m.payload.data) onNotification(m.payload.data.notificationAdded);
+          return;
+        }
+        var found = byID(m.id);
+        if (!found) return;
+        var s = found.sub;
+        if (m.type === 'next' && m.payload && !(m.payload.errors && m.payload.errors.length)) {
+          var c = m.payload.data.storageChanged;
+          if (c.operation === 'snapshot') s.snapshot = { storageRevision: c.storageRevision, operation: 'snapshot', generation: c.generation };
+          else if (s.snapshot) {
+            s.snapshot.storageRevision = c.storageRevision;
+            if (c.operation === 'package') s.snapshot.generation = c.generation;
+          }
+          tell(s, { type: 'change', change: c });
+        } else if (m.type === 'next' || m.type === 'error' || m.type === 'complete') {
+          // The server ended it (a disabled or removed Instance).
+          delete subs[found.instance];
+          tell(s, { type: 'ended' });
+        }
+      };
+      ws.onclose = function () {
+        if (socket !== ws) return;
+        socket = null;
+        acked = false;
+        Object.keys(subs).forEach(function (k) { subs[k].snapshot = null; tell(subs[k], { type: 'closed' }); });
+        tries++;
+        setTimeout(connect, Math.min(30000, 500 * Math.pow(2, Math.min(tries, 6))));
+      };
+    }
+
+    function subscribe(instance, handler) {
+      var s = subs[instance];
+      if (!s) {
+        s = subs[instance] = { id: 's' + (++seq), handlers: [], snapshot: null };
+        subscribeMessage(instance, s);
+      }
+      s.handlers.push(handler);
+      connect();
+      // A surface that joins a subscription already under way starts from
+      // where it is.
+      if (s.snapshot) handler({ type: 'change', change: { storageRevision: s.snapshot.storageRevision, operation: 'snapshot', generation: s.snapshot.generation } });
+      return function () {
+        s.handlers = s.handlers.filter(function (h) { return h !== handler; });
+        if (s.handlers.length || subs[instance] !== s) return;
+        delete subs[instance];
+        send({ id: s.id, type: 'complete' });
+      };
+    }
+
+    var notifications = {
+      list: function () {
+        return gql('query { notifications(first: 20) { unread notifications { ' + notificationFields + ' } } }')
+          .then(function (r) { return r.error ? { error: r.error } : r.data.notifications; });
+      },
+      markRead: function (ids) {
+        return gql('mutation($n: [ID!]!) { markNotificationsRead(ids: $n) }', { n: ids })
+          .then(function (r) { return r.error ? { error: r.error } : { ok: true }; });
+      },
+      // run takes an action; host actions change storage, and the open
+      // surfaces re-read their storage sources on the change's own event.
+      run: function (id, action) {
+        return gql('mutation($n: ID!, $a: String!) { runNotificationAction(notificationId: $n, actionId: $a) { type instanceId extension parameters result { summary } } }', { n: id, a: action })
+          .then(function (r) { return r.error ? { error: r.error } : r.data.runNotificationAction; });
+      },
+      // watch hears each new notification; null says to read the list again.
+      watch: function (fn) { onNotification = fn; connect(); }
+    };
+
+    return { gql: gql, subscribe: subscribe, notifications: notifications };
+  }
+
+  window.PluginhostConnection = function (graphql) {
+    if (!window.pluginhostConnection) {
+      window.pluginhostConnection = Connection(graphql);
+      if (window.PluginhostBell) window.PluginhostBell(window.pluginhostConnection.notifications);
+    }
+    return window.pluginhostConnection;
+  };
+
+  window.PluginhostHost = function (env) {
+    var bundle = env.bundle;
+    var live = bundle.live;
+    var instanceID = live.instance_id;
+    var conn = window.PluginhostConnection(live.graphql);
+    var gql = conn.gql;
+    var persistedState = {};
+    var loaded = null; // the last successful load
+    var listener = function () {};
+    var leave = null, lastRevision = null, blockedPoll = null, closed = false;
+    // subscribed: the Instance's subscription has answered its snapshot on
+    // the open socket, so every storage write reaches the surface as a
+    // storageChanged event, its own writes too.
+    var subscribed = false;
 
     var instanceQuery = 'query($i: ID!) { viewer { name admin } instance(id: $i) { id name enabled grants installation { id pluginId name version generation permissions aiStorageConsent extensions { id point } } } }';
 
@@ -192,7 +323,7 @@
         var out = { result: { summary: r.data.invoke.summary, data: r.data.invoke.data, evidence: r.data.invoke.evidence || [] } };
         // The page re-reads its storage sources on the write's own event
         // while subscribed, and at once when it is not.
-        if (writes[capability] && (socket === null || subscribed !== socket)) out.changed = true;
+        if (writes[capability] && !subscribed) out.changed = true;
         return out;
       });
     }
@@ -264,75 +395,29 @@
       }, function () { return { error: { code: 'UNREACHABLE', message: 'the server cannot be reached' } }; });
     }
 
-    // ---- Notifications: the viewer's, for the bell ---------------------------
+    // ---- Changes: the Instance's storageChanged events ---------------------
 
-    var notificationFields = 'id instanceId pluginId title body severity read createdAt actions { id label type extension }';
-    var onNotification = function () {};
-    var notifications = {
-      list: function () {
-        return gql('query { notifications(first: 20) { unread notifications { ' + notificationFields + ' } } }')
-          .then(function (r) { return r.error ? { error: r.error } : r.data.notifications; });
-      },
-      markRead: function (ids) {
-        return gql('mutation($n: [ID!]!) { markNotificationsRead(ids: $n) }', { n: ids })
-          .then(function (r) { return r.error ? { error: r.error } : { ok: true }; });
-      },
-      // run takes an action; host actions change storage, and the open
-      // screen re-reads its storage sources on the change's own event.
-      run: function (id, action) {
-        return gql('mutation($n: ID!, $a: String!) { runNotificationAction(notificationId: $n, actionId: $a) { type instanceId extension parameters result { summary } } }', { n: id, a: action })
-          .then(function (r) { return r.error ? { error: r.error } : r.data.runNotificationAction; });
-      },
-      // watch hears each new notification; null says to read the list again.
-      watch: function (fn) { onNotification = fn; }
-    };
-
-    // ---- Changes: storageChanged over a websocket ---------------------------
-
-    function socketURL() {
-      return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + live.graphql;
-    }
-    function connect() {
-      if (socket) return;
-      var ws = new WebSocket(socketURL(), 'graphql-transport-ws');
-      socket = ws;
-      ws.onopen = function () { ws.send(JSON.stringify({ type: 'connection_init', payload: {} })); };
-      ws.onmessage = function (ev) {
-        var m;
-        try { m = JSON.parse(ev.data); } catch (e) { return; }
-        if (m.type === 'connection_ack') {
-          ws.send(JSON.stringify({ id: 's', type: 'subscribe', payload: {
-            query: 'subscription($i: ID!) { storageChanged(instanceId: $i) { storageRevision namespace key operation generation } }',
-            variables: { i: instanceID } } }));
-          ws.send(JSON.stringify({ id: 'n', type: 'subscribe', payload: { query: 'subscription { notificationAdded { ' + notificationFields + ' } }' } }));
-          // Whatever came while the socket was away: the bell reads again.
-          onNotification(null);
-        } else if (m.type === 'ping') {
-          ws.send(JSON.stringify({ type: 'pong' }));
-        } else if (m.id === 'n') {
-          if (m.type === 'next' && m.payload && m.payload.data) onNotification(m.payload.data.notificationAdded);
-        } else if (m.type === 'next' && m.payload) {
-          if (m.payload.errors && m.payload.errors.length) { ended(); return; }
-          if (socket === ws && m.payload.data.storageChanged.operation === 'snapshot') subscribed = ws;
-          change(m.payload.data.storageChanged);
-        } else if (m.type === 'error') {
-          ended();
-        } else if (m.type === 'complete') {
+    function join() {
+      if (leave || closed) return;
+      leave = conn.subscribe(instanceID, function (m) {
+        if (m.type === 'change') change(m.change);
+        else if (m.type === 'closed') {
+          subscribed = false;
+          listener({ type: 'status', status: 'reconnecting', message: 'live updates paused; reconnecting' });
+        } else if (m.type === 'ended') {
+          leave = null;
+          subscribed = false;
           ended();
         }
-      };
-      ws.onclose = function () {
-        if (socket !== ws) return;
-        socket = null;
-        if (blockedPoll) return;
-        listener({ type: 'status', status: 'reconnecting', message: 'live updates paused; reconnecting' });
-        socketTries++;
-        setTimeout(connect, Math.min(30000, 500 * Math.pow(2, Math.min(socketTries, 6))));
-      };
+      });
+    }
+    function part() {
+      subscribed = false;
+      if (leave) { var l = leave; leave = null; l(); }
     }
     function change(c) {
-      socketTries = 0;
       if (c.operation === 'snapshot') {
+        subscribed = true;
         listener({ type: 'status', status: 'live' });
         if (lastRevision !== null && c.storageRevision !== lastRevision) listener({ type: 'storage', operation: 'resync', revision: c.storageRevision });
         lastRevision = c.storageRevision;
@@ -345,33 +430,28 @@
     }
     // ended: the subscription ended (a disabled or removed Instance): say why.
     function ended() {
-      var ws = socket;
-      socket = null;
-      if (ws) ws.close();
       recheck({ code: 'ENDED', message: '' }).then(function () {
-        if (!blockedPoll) {
+        if (!blockedPoll && !closed) {
           listener({ type: 'status', status: 'reconnecting', message: 'live updates ended; reconnecting' });
-          setTimeout(connect, 1000);
+          setTimeout(join, 1000);
         }
       });
     }
     // watchBlocked checks now and then whether a blocked Instance is back.
     function watchBlocked() {
-      if (blockedPoll) return;
-      if (socket) { var ws = socket; socket = null; ws.close(); }
+      if (blockedPoll || closed) return;
+      part();
       listener({ type: 'status', status: 'ended', message: 'live updates ended' });
       blockedPoll = setInterval(function () {
         gql(instanceQuery, { i: instanceID }).then(function (r) {
-          if (blockedOf(r)) return;
+          if (blockedOf(r) || closed) return;
           clearInterval(blockedPoll);
           blockedPoll = null;
           listener({ type: 'unblocked' });
-          connect();
+          join();
         });
       }, 3000);
     }
-
-    if (window.PluginhostBell) window.PluginhostBell(notifications);
 
     return {
       kind: 'live',
@@ -386,8 +466,14 @@
       disconnect: disconnect,
       watch: function (l) {
         listener = l;
-        if (loaded) connect();
+        if (loaded) join();
         else watchBlocked();
+      },
+      // close leaves the subscription: the surface is gone.
+      close: function () {
+        closed = true;
+        part();
+        if (blockedPoll) { clearInterval(blockedPoll); blockedPoll = null; }
       }
     };
   };

@@ -22,7 +22,12 @@ type Page struct {
 	NoScript  string // what the page says without JavaScript
 	Host      string // the host script: "fixtures.js" or "live.js"
 	Chrome    string // when not empty, a script of the host's own chrome ("bell.js"), before the host script
-	Bundle    []byte // the bundle's JSON, for the ph-bundle block
+	// Shell, when not empty, is the script that starts the page's surfaces
+	// ("shell.js": the web host's home and screens, in one page), after
+	// runtime.js; the page then has the home's element too. Linked pages
+	// only.
+	Shell  string
+	Bundle []byte // the bundle's JSON, for the ph-bundle block
 	// Assets, when not empty, is the path the static files are served
 	// under (such as "/app/assets/"): the page then links its scripts, the
 	// catalog and preview.css by their hashed names instead of holding
@@ -48,7 +53,7 @@ var static = sync.OnceValue(func() struct {
 		catalog: `<script type="application/json" id="ph-catalog">` + ScriptSafe.Replace(c.String()) + "</script>\n",
 		text:    map[string]string{},
 	}
-	for _, name := range []string{"core.js", "runtime.js", "fixtures.js", "live.js", "bell.js", "preview.css"} {
+	for _, name := range []string{"core.js", "hostcache.js", "runtime.js", "fixtures.js", "live.js", "bell.js", "preview.css"} {
 		s.text[name] = Text(name)
 	}
 	return s
@@ -92,12 +97,12 @@ func (p *Page) Bytes() []byte {
 	out.WriteString(`<script type="application/json" id="ph-bundle">`)
 	ScriptSafe.WriteString(&out, string(p.Bundle))
 	out.WriteString("</script>\n")
-	scripts := []string{"core.js", p.Host, "runtime.js"}
+	scripts := []string{"core.js", p.Host, "hostcache.js", "runtime.js"}
 	if p.Chrome != "" {
 		if _, ok := s.text[p.Chrome]; !ok {
 			panic("assets: no chrome script " + p.Chrome)
 		}
-		scripts = []string{"core.js", p.Chrome, p.Host, "runtime.js"}
+		scripts = []string{"core.js", p.Chrome, p.Host, "hostcache.js", "runtime.js"}
 	}
 	for _, name := range scripts {
 		out.WriteString("<script>\n")
@@ -126,7 +131,13 @@ func (p *Page) linked() []byte {
 		out.WriteString("<body>\n")
 	}
 	out.WriteString(p.Nav)
+	if p.Shell != "" {
+		out.WriteString("<div id=\"ph-shell\" class=\"ph-shell\"><div id=\"ph-home\" class=\"ph-home\" hidden></div>\n")
+	}
 	out.WriteString("<div id=\"ph-app\" class=\"ph-app\"><noscript>" + html.EscapeString(p.NoScript) + "</noscript></div>\n")
+	if p.Shell != "" {
+		out.WriteString("</div>\n")
+	}
 	out.WriteString(`<script type="application/json" id="ph-bundle">`)
 	ScriptSafe.WriteString(&out, string(p.Bundle))
 	out.WriteString("</script>\n")
@@ -134,7 +145,10 @@ func (p *Page) linked() []byte {
 	if p.Chrome != "" {
 		scripts = append(scripts, p.Chrome)
 	}
-	scripts = append(scripts, p.Host, "runtime.js")
+	scripts = append(scripts, p.Host, "hostcache.js", "runtime.js")
+	if p.Shell != "" {
+		scripts = append(scripts, p.Shell)
+	}
 	for _, name := range scripts {
 		out.WriteString(`<script src="` + p.Assets + StaticName(name) + "\"></script>\n")
 	}

@@ -29,7 +29,7 @@ const IconFont = "material-symbols-outlined.woff2"
 
 // staticFiles are the embedded files served as static assets; catalog.js
 // (the node catalog, as a script) is made from package uicatalog.
-var staticFiles = []string{"core.js", "runtime.js", "live.js", "bell.js", "list.js", "preview.css"}
+var staticFiles = []string{"core.js", "hostcache.js", "runtime.js", "live.js", "bell.js", "shell.js", "preview.css"}
 
 var statics = sync.OnceValue(func() struct {
 	byHashed map[string]*Static

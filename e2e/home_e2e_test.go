@@ -1,0 +1,311 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"pluginhost/internal/browser"
+	"pluginhost/internal/testenv"
+	"pluginhost/internal/wasmtest"
+)
+
+// The home (GET /app): every Instance's home extensions drawn live, in one
+// page with the screens it opens, so that every surface shares the host
+// cache. Network calls are counted from what Chromium sent.
+
+// appTasks is the test plugin appnotes as another plugin, whose home card
+// says "tasks" where appnotes' says "home".
+func appTasks(t testing.TB) (map[string]any, map[string]string) {
+	m, files := appNotes(t, func(f map[string]string) {
+		f["ui/home.json"] = strings.Replace(f["ui/home.json"], `home {{item.key}}`, `tasks {{item.key}}`, 1)
+	})
+	m["id"] = "com.test.apptasks"
+	m["name"] = "App tasks"
+	return m, files
+}
+
+// openAppWith is openApp with a script that runs in the page before its own.
+func openAppWith(t testing.TB, c *Client, path, script string) *browser.Page {
+	t.Helper()
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:"+c.Token))
+	p := browser.Shared(t).Open(t, "about:blank", map[string]string{"Authorization": basic})
+	p.RecordRequests()
+	if script != "" {
+		p.Do("Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": script})
+	}
+	p.Do("Page.navigate", map[string]any{"url": c.URL + path})
+	p.WaitFor(`location.pathname === ` + fmt.Sprintf("%q", strings.SplitN(path, "?", 2)[0]) + ` && document.readyState === "complete"`)
+	return p
+}
+
+// sourceCalls counts the invoke requests the page sent for capability on
+// instance.
+func sourceCalls(t testing.TB, p *browser.Page, instance, capability string) int {
+	t.Helper()
+	n := 0
+	for _, post := range p.Posts() {
+		if !strings.HasSuffix(post.URL, "/-/graphql") {
+			continue
+		}
+		var body struct {
+			Query     string
+			Variables map[string]any
+		}
+		if err := json.Unmarshal([]byte(post.Body), &body); err != nil {
+			t.Fatalf("a GraphQL request that is not JSON: %q", post.Body)
+		}
+		if strings.Contains(body.Query, "invoke(") && body.Variables["i"] == instance && body.Variables["c"] == capability {
+			n++
+		}
+	}
+	return n
+}
+
+// homeReady: the home's cards have drawn their first data.
+const homeReady = `window.pluginhostShell && window.pluginhostShell.surfaces().length > 0 && window.pluginhostPreview && document.querySelectorAll("[data-home-card] [data-ph-extension]").length > 0`
+
+// visibility makes the page hidden, or visible again, as a browser does when
+// its tab is.
+func visibility(p *browser.Page, state string) {
+	p.Eval(fmt.Sprintf(`(function () {
+		if (!window.__visPatched) { window.__visPatched = true; window.__vis = "visible";
+			Object.defineProperty(document, "visibilityState", {configurable: true, get: function () { return window.__vis; }}); }
+		window.__vis = %q; document.dispatchEvent(new Event("visibilitychange")); return true; })()`, state), nil)
+}
+
+// TestAppHome: two plugins on the home, each card live; a screen opened
+// from a card or from the list opens in the page and takes the card's
+// source from the cache (no second call); a storage change reaches both
+// surfaces with one call; back returns to the home; a resume re-reads the
+// storage sources; the home fills compact, medium and expanded widths.
+func TestAppHome(t *testing.T) {
+	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
+	h := newHost(t, b)
+	alice := h.user(t, "alice", false)
+	m, files := appNotes(t, nil)
+	_, notes := installApp(t, h, alice, m, files, 1)
+	m2, files2 := appTasks(t)
+	_, tasks := installApp(t, h, alice, m2, files2, 1)
+	alice.Must(t, createNote, map[string]any{"i": notes[0], "k": "cat", "v": map[string]any{"text": "a cat"}}, nil)
+	alice.Must(t, createNote, map[string]any{"i": tasks[0], "k": "dog", "v": map[string]any{"text": "a dog"}}, nil)
+
+	// The page: its policy, its size, no inline script.
+	req, _ := http.NewRequest("GET", h.URL+"/app", nil)
+	req.SetBasicAuth("user", alice.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline'; connect") && strings.Contains(csp, "script-src 'self' 'unsafe-inline'") {
+		t.Fatalf("policy %q", csp)
+	}
+	if strings.Contains(string(page), "<script>") || strings.Contains(string(page), alice.Token) {
+		t.Fatal("the home has an inline script or the token")
+	}
+	t.Logf("home page: %d bytes of HTML for 2 Instances", len(page))
+
+	p := openApp(t, alice, "/app")
+	p.WaitFor(homeReady)
+	waitText(p, "home cat")
+	waitText(p, "tasks dog")
+	if !p.EvalBool(`window.pluginhostShell.surfaces().length === 2 && window.pluginhostShell.surfaces().every(function (s) { return s.surface === "home" && s.shown; })`) {
+		t.Fatalf("surfaces %s", p.EvalString(`JSON.stringify(window.pluginhostShell.surfaces())`))
+	}
+	waitUntil(p, `window.pluginhostPreview.events().filter(function (e) { return e.type === "live_status" && e.status === "live"; }).length >= 2`, 15*time.Second)
+	// One socket for the page, whatever the number of its surfaces.
+	sockets := 0
+	for _, r := range p.Requests() {
+		if strings.HasPrefix(r, "WS ") {
+			sockets++
+		}
+	}
+	if sockets != 1 {
+		t.Fatalf("%d websockets, want 1: %v", sockets, p.Requests())
+	}
+	for _, id := range []string{notes[0], tasks[0]} {
+		if n := sourceCalls(t, p, id, "host.storage.list"); n != 1 {
+			t.Fatalf("Instance %s: %d calls of its notes source, want 1", id, n)
+		}
+	}
+	for _, w := range []struct {
+		name  string
+		width int
+	}{{"compact", 390}, {"medium", 700}, {"expanded", 1280}} {
+		p.Do("Emulation.setDeviceMetricsOverride", map[string]any{"width": w.width, "height": 800, "deviceScaleFactor": 1, "mobile": false})
+		waitUntil(p, fmt.Sprintf(`document.querySelector("[data-home-card] [data-ph-frame]").getAttribute("data-size") === %q`, w.name), 10*time.Second)
+		if p.EvalBool(`document.documentElement.scrollWidth > window.innerWidth + 1`) {
+			t.Fatalf("at %d px the home scrolls sideways", w.width)
+		}
+		screenshot(t, p, "app-home-"+w.name)
+	}
+	p.Do("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false})
+
+	// The card's button opens the screen in the page; its notes source is
+	// the card's, taken from the cache.
+	p.Eval(`window.sameDocument = true`, nil)
+	p.ClickText(fmt.Sprintf(`[data-home-card="%s/home"] button`, notes[0]), "Open notes")
+	waitUntil(p, fmt.Sprintf(`location.pathname === "/app/%s/main"`, notes[0]), 10*time.Second)
+	waitText(p, "cat: a cat")
+	if !p.EvalBool(`window.sameDocument === true`) {
+		t.Fatal("opening the screen loaded a new page")
+	}
+	if n := sourceCalls(t, p, notes[0], "host.storage.list"); n != 1 {
+		t.Fatalf("the screen called the source the card had: %d calls", n)
+	}
+	var cached bool
+	for _, e := range appEvents(t, p, "source_result") {
+		if e["surface"] == "screen" && e["source"] == "notes" && e["cached"] == "cache" {
+			cached = true
+		}
+	}
+	if !cached {
+		t.Fatalf("the screen's notes did not come from the cache: %v", appEvents(t, p, "source_result"))
+	}
+
+	// A write by another client reaches the screen and the card behind it
+	// with one call.
+	alice.Must(t, createNote, map[string]any{"i": notes[0], "k": "bird", "v": map[string]any{"text": "a bird"}}, nil)
+	waitText(p, "bird: a bird")
+	p.Eval(`window.pluginhostPreview.idle()`, nil)
+	if n := sourceCalls(t, p, notes[0], "host.storage.list"); n != 2 {
+		t.Fatalf("%d calls after one change seen by two surfaces, want 2 in all", n)
+	}
+	// Back returns to the home, which has the bird already.
+	p.Eval(`history.back(); true`, nil)
+	waitUntil(p, `location.pathname === "/app" && !document.getElementById("ph-home").hidden`, 10*time.Second)
+	waitText(p, "home bird")
+	if n := sourceCalls(t, p, notes[0], "host.storage.list"); n != 2 {
+		t.Fatalf("the home called again on return: %d calls", n)
+	}
+
+	// The list's link opens the other plugin's screen in the page, from the
+	// cache too.
+	p.Click(fmt.Sprintf(`[data-instance="%s"] a[data-extension="main"]`, tasks[0]))
+	waitUntil(p, fmt.Sprintf(`location.pathname === "/app/%s/main"`, tasks[0]), 10*time.Second)
+	waitText(p, "dog: a dog")
+	if n := sourceCalls(t, p, tasks[0], "host.storage.list"); n != 1 {
+		t.Fatalf("the list's screen called the source the card had: %d calls", n)
+	}
+	p.Click(`[data-ph-home-link]`)
+	waitUntil(p, `location.pathname === "/app" && !document.getElementById("ph-home").hidden`, 10*time.Second)
+	if !p.EvalBool(`window.sameDocument === true`) {
+		t.Fatal("the home link loaded a new page")
+	}
+
+	// A resume re-reads each card's storage source, once.
+	visibility(p, "hidden")
+	visibility(p, "visible")
+	waitUntil(p, `window.pluginhostPreview.events().filter(function (e) { return e.type === "source_load" && e.reason === "foreground" && e.surface === "home"; }).length === 2`, 10*time.Second)
+	p.Eval(`window.pluginhostPreview.idle()`, nil)
+	if a, b := sourceCalls(t, p, notes[0], "host.storage.list"), sourceCalls(t, p, tasks[0], "host.storage.list"); a != 3 || b != 2 {
+		t.Fatalf("after a resume: %d and %d calls, want 3 and 2", a, b)
+	}
+	screenshot(t, p, "app-home")
+
+	// Opened by its address, a screen's page is the same shell: its home
+	// link shows the home in the page, which calls the card's source only
+	// for the Instance the screen did not load.
+	q := openApp(t, alice, "/app/"+notes[0]+"/main")
+	q.WaitFor(liveReady)
+	waitText(q, "cat: a cat")
+	q.Eval(`window.sameDocument = true`, nil)
+	q.Click(`[data-ph-home-link]`)
+	waitUntil(q, `location.pathname === "/app"`, 10*time.Second)
+	waitText(q, "home cat")
+	waitText(q, "tasks dog")
+	q.Eval(`window.pluginhostPreview.idle()`, nil)
+	if a, b := sourceCalls(t, q, notes[0], "host.storage.list"), sourceCalls(t, q, tasks[0], "host.storage.list"); a != 1 || b != 1 || !q.EvalBool(`window.sameDocument === true`) {
+		t.Fatalf("screen then home: %d and %d calls, want 1 and 1, in one page", a, b)
+	}
+}
+
+// TestAppHomeTimersAndGenerations: a card's refresh_seconds timer runs only
+// while the page is visible and the home shown; an answer for an older
+// package generation is discarded when the plugin is updated while it runs.
+// The page's long timers run a hundred times faster, so that a 30 s period
+// takes 0.3 s.
+func TestAppHomeTimersAndGenerations(t *testing.T) {
+	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
+	h := newHost(t, b)
+	alice := h.user(t, "alice", false)
+	edit := func(home string) (map[string]any, map[string]string) {
+		m, files := appNotes(t, func(f map[string]string) {
+			f["manifest.json"] = strings.Replace(f["manifest.json"], `"extensions": [`,
+				`"capabilities": [{"id": "notes.slow", "kind": "data", "description": "Answers late.", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}, "module": "capabilities/slow.wasm"}],
+  "extensions": [`, 1)
+			f["ui/home.json"] = home
+		})
+		files["capabilities/slow.wasm"] = string(wasmtest.Module(t, "testdata/modules", "slow"))
+		return m, files
+	}
+	home := func(label string) string {
+		return `{"ui_schema": 2, "description": "Ticks.", "data_sources": [
+			{"id": "notes", "capability": "host.storage.list", "trigger": "load", "refresh_seconds": 30, "arguments": {"namespace": "notes", "limit": 5}},
+			{"id": "slow", "capability": "notes.slow", "trigger": "manual"}],
+			"view": {"type": "column", "children": [{"type": "text", "props": {"text": "` + label + ` {{data.notes.summary}}"}},
+			{"type": "button", "props": {"label": "Ask slowly", "action": {"type": "refresh", "source": "slow"}}},
+			{"type": "text", "props": {"text": "slow: {{data.slow.summary}}"}}]}}`
+	}
+	m, files := edit(home("v1"))
+	instl, ids := installApp(t, h, alice, m, files, 1)
+	warmCapability(t, alice, ids[0], "notes.slow")
+
+	fast := `(function () { var si = window.setInterval; window.setInterval = function (fn, ms) { return si(fn, ms >= 30000 ? ms / 100 : ms); }; })();`
+	p := openAppWith(t, alice, "/app", fast)
+	p.WaitFor(homeReady)
+	waitText(p, "v1")
+	ticks := func() int {
+		n := 0
+		for _, e := range appEvents(t, p, "source_load") {
+			if e["reason"] == "refresh_seconds" && e["surface"] == "home" {
+				n++
+			}
+		}
+		return n
+	}
+	waitUntil(p, `window.pluginhostPreview.events().filter(function (e) { return e.reason === "refresh_seconds"; }).length >= 3`, 15*time.Second)
+
+	// Hidden: no tick for ten periods.
+	visibility(p, "hidden")
+	p.Eval(`window.pluginhostPreview.idle()`, nil)
+	before := ticks()
+	time.Sleep(3 * time.Second)
+	if n := ticks(); n != before {
+		t.Fatalf("%d refresh_seconds loads while hidden", n-before)
+	}
+	visibility(p, "visible")
+	waitUntil(p, fmt.Sprintf(`window.pluginhostPreview.events().filter(function (e) { return e.reason === "refresh_seconds"; }).length > %d`, before), 15*time.Second)
+
+	// Not shown (a screen covers the home): no tick either.
+	p.Eval(fmt.Sprintf(`window.pluginhostShell.open(%q, "main"); true`, ids[0]), nil)
+	waitText(p, "Sort:")
+	p.Eval(`window.pluginhostPreview.idle()`, nil)
+	before = ticks()
+	time.Sleep(3 * time.Second)
+	if n := ticks(); n != before {
+		t.Fatalf("%d refresh_seconds loads of a card behind the screen", n-before)
+	}
+	p.Eval(`window.pluginhostShell.home(); true`, nil)
+	waitUntil(p, `!document.getElementById("ph-home").hidden`, 10*time.Second)
+
+	// An answer asked before an update arrives after it: discarded, and the
+	// card shows the new version.
+	p.ClickText("button", "Ask slowly")
+	waitUntil(p, `window.pluginhostPreview.events().some(function (e) { return e.type === "source_load" && e.source === "slow"; })`, 10*time.Second)
+	m2, files2 := edit(home("v2"))
+	m2["version"] = "1.0.1"
+	alice.Must(t, `mutation($i:ID!,$p:String!){updatePlugin(installationId:$i,package:$p){generation}}`, map[string]any{"i": instl, "p": h.pub.Sign(t, m2, files2)}, nil)
+	waitText(p, "v2")
+	waitUntil(p, `window.pluginhostPreview.events().some(function (e) { return e.type === "discarded" && e.source === "slow" && e.reason === "the package generation changed"; })`, 30*time.Second)
+	if strings.Contains(pageText(p), "slow answer") {
+		t.Fatal("the card shows an answer of the older generation")
+	}
+}

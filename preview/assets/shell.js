@@ -1,0 +1,221 @@
+// shell.js: the web host's shell, one page for every surface (GET /app and
+// GET /app/{instance_id}/{extension}). The home lists the viewer's
+// Instances, each with its screens and its home extensions drawn live as
+// cards; a screen opens in the same page (the address follows, and the
+// browser's back returns), so the home cards, the screen and the AI
+// responses share one host cache (hostcache.js) and one connection
+// (live.js): a source shown on two surfaces is called once.
+//
+// window.pluginhostPreview is the open screen's page API, or on the home the
+// page's event log and idle; window.pluginhostShell opens and lists surfaces.
+(function () {
+  'use strict';
+  var bundle = JSON.parse(document.getElementById('ph-bundle').textContent);
+  var cfg = bundle.shell;
+  var cache = new window.PluginhostCache.Cache();
+  var events = [];
+  var homeEl = document.getElementById('ph-home');
+  var appEl = document.getElementById('ph-app');
+  var conn = window.PluginhostConnection(bundle.live ? bundle.live.graphql : cfg.graphql);
+  var cards = [];
+  var screen = null;
+  var homeState = null; // null, 'loading', 'built'
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function enc(s) { return encodeURIComponent(s); }
+  function imagesOf(instanceID) { return '/app/' + enc(instanceID) + '/-/ui-images:fetch'; }
+  function bundleFor(live, inspector) {
+    return { icon_font: bundle.icon_font, themes: bundle.themes, screens: bundle.screens, inspector: !!inspector, live: live };
+  }
+  function idleOf(list) {
+    return Promise.all(list.map(function (r) { return r.api.idle(); })).then(function () { return true; });
+  }
+
+  // The home's page API: the page's events, and idle when every card is.
+  var homeAPI = {
+    events: function () { return JSON.parse(JSON.stringify(events)); },
+    clearEvents: function () { events.length = 0; },
+    idle: function () { return idleOf(cards.map(function (c) { return c.runtime; })); },
+    inspector: function () { return null; }
+  };
+
+  // ---- Screens ------------------------------------------------------------
+
+  // openScreen shows one extension of one Instance as the page's screen;
+  // live, when given, is the server's start for it (the page's own).
+  function openScreen(instanceID, extension, params, push, live) {
+    closeScreen();
+    live = live || {
+      instance_id: instanceID, extension: extension, graphql: cfg.graphql, images: imagesOf(instanceID),
+      route: params || {}, start_query: cfg.start_query, preload: null
+    };
+    homeEl.hidden = true;
+    appEl.hidden = false;
+    appEl.textContent = '';
+    document.title = extension + ' · pluginhost';
+    if (push) {
+      var q = Object.keys(params || {}).map(function (k) { return enc(k) + '=' + enc(String(params[k])); }).join('&');
+      history.pushState({ screen: true }, '', '/app/' + enc(instanceID) + '/' + enc(extension) + (q ? '?' + q : ''));
+    }
+    var runtime = window.PluginhostRuntime({
+      root: appEl, bundle: bundleFor(live, live === bundle.live && bundle.inspector), cache: cache, events: events,
+      surface: 'screen', api: true, shown: function () { return !appEl.hidden; },
+      onExit: function () { goHome(true); }
+    });
+    screen = { runtime: runtime, instance: instanceID, extension: extension };
+    window.pluginhostPreview = runtime.api;
+  }
+  function closeScreen() {
+    if (!screen) return;
+    screen.runtime.destroy();
+    screen = null;
+  }
+
+  // ---- Home ---------------------------------------------------------------
+
+  function goHome(push) {
+    closeScreen();
+    appEl.hidden = true;
+    homeEl.hidden = false;
+    document.title = 'pluginhost';
+    if (push) history.pushState({ home: true }, '', '/app');
+    window.pluginhostPreview = homeAPI;
+    if (!homeState) buildHome();
+  }
+
+  function buildHome() {
+    homeState = 'loading';
+    homeEl.textContent = '';
+    homeEl.appendChild(el('h1', 'ph-home-title', 'Your plugins'));
+    var list = el('div', 'ph-home-list', 'Loading…');
+    list.setAttribute('aria-live', 'polite');
+    homeEl.appendChild(list);
+    var first = cfg.home ? Promise.resolve({ data: cfg.home }) : conn.gql(cfg.home_query);
+    cfg.home = null;
+    first.then(function (r) {
+      list.textContent = '';
+      if (r.error) {
+        list.appendChild(el('p', 'ph-home-error', 'Could not list your plugins: ' + r.error.message));
+        homeState = null;
+        return;
+      }
+      homeState = 'built';
+      var preloads = {};
+      (cfg.cards || []).forEach(function (c) { preloads[c.instance_id + '/' + c.extension] = c.preload; });
+      cfg.cards = null;
+      var n = 0;
+      r.data.installations.forEach(function (instl) {
+        instl.instances.forEach(function (inst) {
+          n++;
+          list.appendChild(instanceBox(instl, inst, preloads));
+        });
+      });
+      if (!n) list.appendChild(el('p', null, 'You have no plugin Instances yet.'));
+    });
+  }
+
+  function iconOf(icon) {
+    var name = typeof icon === 'string' ? icon : icon && typeof icon.name === 'string' ? icon.name : null;
+    if (!name) return null;
+    var i = el('span', 'ph-symbol ph-home-icon', name);
+    i.setAttribute('aria-hidden', 'true');
+    return i;
+  }
+
+  // instanceBox is one Instance on the home: its name, description, the
+  // screens to open, and its home extensions drawn live.
+  function instanceBox(instl, inst, preloads) {
+    var box = el('section', 'ph-home-instance');
+    box.setAttribute('data-instance', inst.id);
+    var head = el('h2', null);
+    var icon = null;
+    instl.extensions.forEach(function (e) { if (!icon && e.icon) icon = iconOf(e.icon); });
+    if (icon) head.appendChild(icon);
+    head.appendChild(document.createTextNode(instl.name + ' · ' + inst.name));
+    box.appendChild(head);
+    if (instl.description) box.appendChild(el('p', 'ph-home-desc', instl.description));
+    box.appendChild(el('div', 'ph-home-meta' + (inst.enabled ? '' : ' ph-home-off'), 'version ' + instl.version + (inst.enabled ? '' : ' · disabled')));
+    var links = el('div', 'ph-home-links');
+    // Screens and home cards the user may open; a hidden one opens only
+    // from the plugin's own screens.
+    instl.extensions.forEach(function (e) {
+      if ((e.point !== 'screen' && e.point !== 'home') || e.placement === 'hidden') return;
+      var a = el('a', null);
+      var ic = iconOf(e.icon);
+      if (ic) a.appendChild(ic);
+      a.appendChild(document.createTextNode(e.description || e.id));
+      a.title = e.id + ' (' + e.point + ')';
+      a.setAttribute('data-extension', e.id);
+      a.href = '/app/' + enc(inst.id) + '/' + enc(e.id);
+      a.addEventListener('click', function (ev) {
+        if (ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+        ev.preventDefault();
+        openScreen(inst.id, e.id, {}, true);
+      });
+      links.appendChild(a);
+    });
+    box.appendChild(links);
+    if (!inst.enabled) return box;
+    instl.extensions.forEach(function (e) {
+      if (e.point !== 'home' || e.placement === 'hidden') return;
+      var card = el('div', 'ph-home-card');
+      card.setAttribute('data-home-card', inst.id + '/' + e.id);
+      box.appendChild(card);
+      var live = {
+        instance_id: inst.id, extension: e.id, graphql: cfg.graphql, images: imagesOf(inst.id),
+        route: {}, start_query: cfg.start_query, preload: preloads[inst.id + '/' + e.id] || null
+      };
+      var runtime = window.PluginhostRuntime({
+        root: card, bundle: bundleFor(live, false), cache: cache, events: events, surface: 'home',
+        shown: function () { return !homeEl.hidden; },
+        onNavigate: function (target, params) { openScreen(inst.id, target, params, true); }
+      });
+      cards.push({ runtime: runtime, instance: inst.id, extension: e.id });
+    });
+    return box;
+  }
+
+  // ---- The address --------------------------------------------------------
+
+  function follow() {
+    var parts = location.pathname.split('/').filter(function (p) { return p; }).map(decodeURIComponent);
+    if (parts.length === 3 && parts[0] === 'app') {
+      var params = {};
+      new URLSearchParams(location.search).forEach(function (v, k) { if (k !== 'debug') params[k] = v; });
+      openScreen(parts[1], parts[2], params, false);
+    } else goHome(false);
+  }
+  window.addEventListener('popstate', follow);
+
+  // The bar's link to the home stays in the page.
+  var homeLink = document.querySelector('[data-ph-home-link]');
+  if (homeLink) {
+    homeLink.addEventListener('click', function (ev) {
+      if (ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+      ev.preventDefault();
+      if (screen || homeEl.hidden) goHome(true);
+    });
+  }
+
+  window.pluginhostShell = {
+    home: function () { goHome(true); },
+    open: function (instanceID, extension, params) { openScreen(instanceID, extension, params || {}, true); },
+    // surfaces lists what the page shows: its home cards and its screen.
+    surfaces: function () {
+      var out = cards.map(function (c) { return { surface: 'home', instance: c.instance, extension: c.extension, shown: !homeEl.hidden }; });
+      if (screen) out.push({ surface: 'screen', instance: screen.instance, extension: screen.extension, shown: !appEl.hidden });
+      return out;
+    },
+    // calls is how many calls the host cache made: a source shown on
+    // several surfaces counts once.
+    calls: function () { return cache.calls; }
+  };
+
+  if (bundle.live) openScreen(bundle.live.instance_id, bundle.live.extension, bundle.live.route, false, bundle.live);
+  else goHome(false);
+})();
