@@ -100,3 +100,32 @@ func (b *Bus) Subscribers() int {
 	}
 	return n
 }
+
+// Keys is a Sink that takes the keys of one internal operation (a user's
+// notifications, rendered responses) off the bus into C. It never blocks:
+// when C's reader falls behind, the oldest keys are dropped.
+type Keys struct {
+	Op string
+	C  chan string
+}
+
+// NewKeys returns a Keys of operation op that holds up to n keys.
+func NewKeys(op string, n int) *Keys { return &Keys{Op: op, C: make(chan string, n)} }
+
+// Deliver queues the change's key when it is of the operation.
+func (k *Keys) Deliver(c models.StorageChange) {
+	if c.Operation != k.Op || c.Key == nil {
+		return // a resynchronisation between replicas says nothing here
+	}
+	for {
+		select {
+		case k.C <- *c.Key:
+			return
+		default:
+		}
+		select {
+		case <-k.C:
+		default:
+		}
+	}
+}

@@ -198,6 +198,9 @@ type ResponseContainerRow struct {
 	Generation  int64
 	Capability  string
 	CreatedAt   int64
+	// Data is the rendered result, kept for the user's newest responses
+	// (null for older ones, and for rows from before version 13).
+	Data *string
 }
 
 func (ResponseContainerRow) TableName() string { return "response_containers" }

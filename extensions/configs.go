@@ -24,6 +24,7 @@ import (
 	"gorm.io/gorm"
 
 	"pluginhost/access"
+	"pluginhost/changes"
 	"pluginhost/database"
 	"pluginhost/models"
 	"pluginhost/uiconfig"
@@ -130,6 +131,9 @@ func configModel(c database.ExtensionConfigRow) models.ExtensionConfig {
 // Service serves extensions to app clients and the AI.
 type Service struct {
 	DB *database.DB
+	// Bus carries the news of a rendered response to the user's sockets,
+	// on every replica; nil: no news.
+	Bus *changes.Bus
 	// Handles seals response candidate handles; required by Candidates and
 	// Select.
 	Handles Sealer

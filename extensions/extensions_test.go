@@ -34,7 +34,7 @@ func newHost(t testing.TB, b testenv.Backend) *host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &host{Env: e, ext: &extensions.Service{DB: e.DB, Handles: h}}
+	return &host{Env: e, ext: &extensions.Service{DB: e.DB, Handles: h, Bus: e.Bus}}
 }
 
 // weather returns the files of examples/weather, the plugin with two screens

@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"pluginhost/access"
+	"pluginhost/changes"
 	"pluginhost/database"
 	"pluginhost/models"
 	"pluginhost/uiconfig"
@@ -164,14 +165,6 @@ func (s *Service) Select(ctx context.Context, user *models.User, sel Selection) 
 	if len(reasons) > 0 {
 		return &models.ResponseRender{Reasons: reasons}, nil
 	}
-	row := database.ResponseContainerRow{UserID: user.ID, MessageID: sel.MessageID, InstanceID: instanceID, ExtensionID: extension,
-		Generation: generation, Capability: sel.Capability, CreatedAt: time.Now().UnixMicro()}
-	if err := s.DB.Write.WithContext(ctx).Create(&row).Error; err != nil {
-		if database.IsDuplicate(err) { // a concurrent selection for the same message won
-			return &models.ResponseRender{Reasons: []models.Problem{duplicate(sel.MessageID)}}, nil
-		}
-		return nil, fmt.Errorf("record response container: %w", err)
-	}
 	data := map[string]json.RawMessage{}
 	for _, src := range cfg.Sources {
 		if src.Capability == sel.Capability {
@@ -181,6 +174,35 @@ func (s *Service) Select(ctx context.Context, user *models.User, sel Selection) 
 	b, err := compactJSON(data)
 	if err != nil {
 		return nil, err
+	}
+	kept := string(b)
+	row := database.ResponseContainerRow{UserID: user.ID, MessageID: sel.MessageID, InstanceID: instanceID, ExtensionID: extension,
+		Generation: generation, Capability: sel.Capability, CreatedAt: time.Now().UnixMicro(), Data: &kept}
+	err = s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		// The user's newest responses keep their result; older ones only
+		// the container.
+		var older []string
+		if err := tx.Model(&database.ResponseContainerRow{}).Where("user_id = ? AND data IS NOT NULL", user.ID).
+			Order("created_at DESC, message_id DESC").Offset(KeepRendered).Limit(1000).Pluck("message_id", &older).Error; err != nil {
+			return err
+		}
+		if len(older) == 0 {
+			return nil
+		}
+		return tx.Model(&database.ResponseContainerRow{}).Where("user_id = ? AND message_id IN ?", user.ID, older).Update("data", nil).Error
+	})
+	if err != nil {
+		if database.IsDuplicate(err) { // a concurrent selection for the same message won
+			return &models.ResponseRender{Reasons: []models.Problem{duplicate(sel.MessageID)}}, nil
+		}
+		return nil, fmt.Errorf("record response container: %w", err)
+	}
+	if s.Bus != nil {
+		key := sel.MessageID
+		s.Bus.Publish(models.StorageChange{InstanceID: ResponseTopic(user.ID), UserID: user.ID, Operation: models.OpResponse, Key: &key})
 	}
 	ext, gen := extension, generation
 	id := instanceID
@@ -210,4 +232,72 @@ func (s *Service) hasContainer(ctx context.Context, userID, messageID string) (b
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// KeepRendered is how many of a user's newest rendered responses keep their
+// result for the response surface.
+const KeepRendered = 50
+
+// ResponseTopic is the bus key of a user's rendered responses.
+func ResponseTopic(userID string) string { return "responses:" + userID }
+
+// Rendered returns the user's newest rendered responses that a surface can
+// show again, newest first (first: 1 to KeepRendered): of enabled Instances
+// of installed plugins, at their package's current generation.
+func (s *Service) Rendered(ctx context.Context, user *models.User, first int) ([]models.RenderedResponse, error) {
+	if first < 1 || first > KeepRendered {
+		return nil, models.Errorf(models.ErrBadUserInput, "first is 1 to %d", KeepRendered)
+	}
+	return s.rendered(ctx, user.ID, "", first)
+}
+
+func (s *Service) rendered(ctx context.Context, userID, messageID string, first int) ([]models.RenderedResponse, error) {
+	var rows []database.ResponseContainerRow
+	q := s.DB.Read.WithContext(ctx).Table("response_containers").Select("response_containers.*").
+		Joins("JOIN instances ON instances.id = response_containers.instance_id").
+		Joins("JOIN installations ON installations.id = instances.installation_id").
+		Where("response_containers.user_id = ? AND response_containers.data IS NOT NULL AND instances.user_id = ? AND "+access.Usable+
+			" AND installations.generation = response_containers.generation", append([]any{userID, userID}, access.UsableArgs()...)...)
+	if messageID != "" {
+		q = q.Where("response_containers.message_id = ?", messageID)
+	}
+	if err := q.Order("response_containers.created_at DESC, response_containers.message_id DESC").Limit(first).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("rendered responses: %w", err)
+	}
+	out := make([]models.RenderedResponse, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, models.RenderedResponse{MessageID: r.MessageID, InstanceID: r.InstanceID, Extension: r.ExtensionID,
+			Capability: r.Capability, Generation: r.Generation, CreatedAt: time.UnixMicro(r.CreatedAt).UTC(), Data: models.JSON(*r.Data)})
+	}
+	return out, nil
+}
+
+// SubscribeRendered streams the responses rendered for the user from now
+// on, from every replica, until ctx ends.
+func (s *Service) SubscribeRendered(ctx context.Context, userID string) <-chan *models.RenderedResponse {
+	f := changes.NewKeys(models.OpResponse, 16)
+	topic := ResponseTopic(userID)
+	s.Bus.Watch(topic, f)
+	out := make(chan *models.RenderedResponse, 1)
+	go func() {
+		defer close(out)
+		defer s.Bus.Unwatch(topic, f)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case id := <-f.C:
+				list, err := s.rendered(ctx, userID, id, 1)
+				if err != nil || len(list) == 0 {
+					continue // its Instance is gone or disabled since
+				}
+				select {
+				case out <- &list[0]:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
 }

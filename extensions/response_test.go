@@ -1,10 +1,12 @@
 package extensions_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"pluginhost/extensions"
 	"pluginhost/internal/testenv"
@@ -168,6 +170,93 @@ func TestA2UIVersion(t *testing.T) {
 		noErr(t, err)
 		if len(cands) != 2 || cands[0].Version != 2 || cands[1].Version != 3 {
 			t.Fatalf("candidates = %+v", cands)
+		}
+	})
+}
+
+// TestRenderedResponses: a rendered response is listed and streamed to its
+// user only; a user's newest KeepRendered keep their result, the next one
+// drops the oldest's; a disabled Instance's and an older generation's are
+// not shown again; first is checked at its limits.
+func TestRenderedResponses(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		h := newHost(t, b)
+		alice, bob := h.User(t, "alice"), h.User(t, "bob")
+		instl := h.install(t, alice, weather(t, "1.0.0", nil))
+		inst := h.Instance(t, alice, instl)
+		h.Instance(t, bob, h.install(t, bob, weather(t, "1.0.0", nil)))
+		cands, err := h.ext.Candidates(ctx, alice)
+		noErr(t, err)
+		sel := func(msg string) {
+			t.Helper()
+			r, err := h.ext.Select(ctx, alice, extensions.Selection{Handle: cands[0].Handle, MessageID: msg, Capability: "weather.lookup",
+				Arguments: js(map[string]any{"city": "Bern"}), Result: js(weatherResult(inst.ID))})
+			noErr(t, err)
+			if !r.Rendered {
+				t.Fatalf("%s: %s", msg, reasons(r))
+			}
+		}
+
+		sub, cancel := context.WithCancel(ctx)
+		defer cancel()
+		aliceFeed, bobFeed := h.ext.SubscribeRendered(sub, alice.ID), h.ext.SubscribeRendered(sub, bob.ID)
+		sel("m-0")
+		select {
+		case got := <-aliceFeed:
+			var data map[string]map[string]any
+			json.Unmarshal(got.Data, &data)
+			if got.MessageID != "m-0" || got.InstanceID != inst.ID || got.Extension != "forecast" || got.Capability != "weather.lookup" ||
+				got.Generation != 1 || data["answer"]["summary"] != "9° in Bern" {
+				t.Fatalf("streamed %+v %s", got, got.Data)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the rendered response was not streamed")
+		}
+		select {
+		case got := <-bobFeed:
+			t.Fatalf("bob heard alice's response: %+v", got)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if list, err := h.ext.Rendered(ctx, bob, 10); err != nil || len(list) != 0 {
+			t.Fatalf("bob lists %+v, %v", list, err)
+		}
+
+		// At the limit every one keeps its result; one more drops the oldest's.
+		for i := 1; i < extensions.KeepRendered; i++ {
+			sel(fmt.Sprintf("m-%d", i))
+		}
+		list, err := h.ext.Rendered(ctx, alice, extensions.KeepRendered)
+		noErr(t, err)
+		if len(list) != extensions.KeepRendered || list[0].MessageID != fmt.Sprintf("m-%d", extensions.KeepRendered-1) || list[len(list)-1].MessageID != "m-0" {
+			t.Fatalf("%d listed, newest %s", len(list), list[0].MessageID)
+		}
+		sel("m-last")
+		list, err = h.ext.Rendered(ctx, alice, extensions.KeepRendered)
+		noErr(t, err)
+		if len(list) != extensions.KeepRendered || list[0].MessageID != "m-last" || list[len(list)-1].MessageID != "m-1" {
+			t.Fatalf("after one more: %d listed, newest %s, oldest %s", len(list), list[0].MessageID, list[len(list)-1].MessageID)
+		}
+		if n := testenv.Count(t, h.DB.Read, "response_containers", "user_id = ? AND data IS NULL", alice.ID); n != 1 {
+			t.Fatalf("%d containers without their result, want 1", n)
+		}
+		for _, first := range []int{0, extensions.KeepRendered + 1} {
+			_, err := h.ext.Rendered(ctx, alice, first)
+			wantCode(t, err, models.ErrBadUserInput)
+		}
+
+		// Disabled: not shown; enabled again: shown; updated: the old
+		// generation's are not shown.
+		_, err = h.Life.SetInstanceEnabled(ctx, alice, inst.ID, false)
+		noErr(t, err)
+		if list, _ := h.ext.Rendered(ctx, alice, 10); len(list) != 0 {
+			t.Fatalf("a disabled Instance's responses: %d", len(list))
+		}
+		_, err = h.Life.SetInstanceEnabled(ctx, alice, inst.ID, true)
+		noErr(t, err)
+		_, err = h.Life.Update(ctx, alice, instl.ID, h.pkg(t, weather(t, "1.1.0", nil)))
+		noErr(t, err)
+		if list, _ := h.ext.Rendered(ctx, alice, 10); len(list) != 0 {
+			t.Fatalf("responses of an older generation: %d", len(list))
 		}
 	})
 }

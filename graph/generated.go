@@ -41,6 +41,7 @@ type ResolverRoot interface {
 	Mutation() MutationResolver
 	Notification() NotificationResolver
 	Query() QueryResolver
+	RenderedResponse() RenderedResponseResolver
 	Subscription() SubscriptionResolver
 }
 
@@ -307,6 +308,7 @@ type ComplexityRoot struct {
 		Instance              func(childComplexity int, id string) int
 		Notifications         func(childComplexity int, unreadOnly *bool, first *int, after *string) int
 		PluginStorageSnapshot func(childComplexity int, instanceID string) int
+		RenderedResponses     func(childComplexity int, first *int) int
 		ResponseCandidates    func(childComplexity int) int
 		SavedEntities         func(childComplexity int, instanceID string, favoritesOnly *bool, limit *int, cursor *string) int
 		SavedEntity           func(childComplexity int, instanceID string, key string) int
@@ -317,6 +319,16 @@ type ComplexityRoot struct {
 		ValidateManifest      func(childComplexity int, manifest models.JSON) int
 		ValidateUIConfig      func(childComplexity int, config models.JSON, manifest models.JSON, extension *string) int
 		Viewer                func(childComplexity int) int
+	}
+
+	RenderedResponse struct {
+		Capability func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		Data       func(childComplexity int) int
+		Extension  func(childComplexity int) int
+		Generation func(childComplexity int) int
+		InstanceID func(childComplexity int) int
+		MessageID  func(childComplexity int) int
 	}
 
 	ResponseCandidate struct {
@@ -371,6 +383,7 @@ type ComplexityRoot struct {
 
 	Subscription struct {
 		NotificationAdded func(childComplexity int) int
+		ResponseRendered  func(childComplexity int) int
 		StorageChanged    func(childComplexity int, instanceID string, namespaces []string) int
 	}
 
@@ -481,6 +494,7 @@ type QueryResolver interface {
 	HostInfo(ctx context.Context) (*HostInfo, error)
 	UIConfig(ctx context.Context, instanceID string, extension string) (*models.UIConfig, error)
 	ResponseCandidates(ctx context.Context) ([]*models.ResponseCandidate, error)
+	RenderedResponses(ctx context.Context, first *int) ([]*models.RenderedResponse, error)
 	Notifications(ctx context.Context, unreadOnly *bool, first *int, after *string) (*notify.Page, error)
 	Installations(ctx context.Context) ([]*models.Installation, error)
 	Instance(ctx context.Context, id string) (*models.Instance, error)
@@ -490,8 +504,12 @@ type QueryResolver interface {
 	StorageItem(ctx context.Context, instanceID string, namespace *string, key string) (*models.ExtensionResult, error)
 	PluginStorageSnapshot(ctx context.Context, instanceID string) (models.JSON, error)
 }
+type RenderedResponseResolver interface {
+	CreatedAt(ctx context.Context, obj *models.RenderedResponse) (string, error)
+}
 type SubscriptionResolver interface {
 	StorageChanged(ctx context.Context, instanceID string, namespaces []string) (<-chan *models.StorageChange, error)
+	ResponseRendered(ctx context.Context) (<-chan *models.RenderedResponse, error)
 	NotificationAdded(ctx context.Context) (<-chan *notify.Notification, error)
 }
 
@@ -1817,6 +1835,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.PluginStorageSnapshot(childComplexity, args["instanceId"].(string)), true
+	case "Query.renderedResponses":
+		if e.ComplexityRoot.Query.RenderedResponses == nil {
+			break
+		}
+
+		args, err := ec.field_Query_renderedResponses_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.RenderedResponses(childComplexity, args["first"].(*int)), true
 	case "Query.responseCandidates":
 		if e.ComplexityRoot.Query.ResponseCandidates == nil {
 			break
@@ -1917,6 +1946,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Viewer(childComplexity), true
+
+	case "RenderedResponse.capability":
+		if e.ComplexityRoot.RenderedResponse.Capability == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RenderedResponse.Capability(childComplexity), true
+	case "RenderedResponse.createdAt":
+		if e.ComplexityRoot.RenderedResponse.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RenderedResponse.CreatedAt(childComplexity), true
+	case "RenderedResponse.data":
+		if e.ComplexityRoot.RenderedResponse.Data == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RenderedResponse.Data(childComplexity), true
+	case "RenderedResponse.extension":
+		if e.ComplexityRoot.RenderedResponse.Extension == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RenderedResponse.Extension(childComplexity), true
+	case "RenderedResponse.generation":
+		if e.ComplexityRoot.RenderedResponse.Generation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RenderedResponse.Generation(childComplexity), true
+	case "RenderedResponse.instanceId":
+		if e.ComplexityRoot.RenderedResponse.InstanceID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RenderedResponse.InstanceID(childComplexity), true
+	case "RenderedResponse.messageId":
+		if e.ComplexityRoot.RenderedResponse.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RenderedResponse.MessageID(childComplexity), true
 
 	case "ResponseCandidate.description":
 		if e.ComplexityRoot.ResponseCandidate.Description == nil {
@@ -2139,6 +2211,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.NotificationAdded(childComplexity), true
+	case "Subscription.responseRendered":
+		if e.ComplexityRoot.Subscription.ResponseRendered == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.ResponseRendered(childComplexity), true
 	case "Subscription.storageChanged":
 		if e.ComplexityRoot.Subscription.StorageChanged == nil {
 			break
@@ -2788,6 +2866,26 @@ func (ec *executionContext) childFields_Problem(ctx context.Context, field graph
 		return ec.fieldContext_Problem_message(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Problem", field.Name)
+}
+
+func (ec *executionContext) childFields_RenderedResponse(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "messageId":
+		return ec.fieldContext_RenderedResponse_messageId(ctx, field)
+	case "instanceId":
+		return ec.fieldContext_RenderedResponse_instanceId(ctx, field)
+	case "extension":
+		return ec.fieldContext_RenderedResponse_extension(ctx, field)
+	case "capability":
+		return ec.fieldContext_RenderedResponse_capability(ctx, field)
+	case "generation":
+		return ec.fieldContext_RenderedResponse_generation(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_RenderedResponse_createdAt(ctx, field)
+	case "data":
+		return ec.fieldContext_RenderedResponse_data(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RenderedResponse", field.Name)
 }
 
 func (ec *executionContext) childFields_ResponseCandidate(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3979,6 +4077,20 @@ func (ec *executionContext) field_Query_pluginStorageSnapshot_args(ctx context.C
 		return nil, err
 	}
 	args["instanceId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_renderedResponses_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
 	return args, nil
 }
 
@@ -9507,6 +9619,50 @@ func (ec *executionContext) fieldContext_Query_responseCandidates(_ context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_renderedResponses(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_renderedResponses(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().RenderedResponses(ctx, fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*models.RenderedResponse) graphql.Marshaler {
+			return ec.marshalNRenderedResponse2ᚕᚖpluginhostᚋmodelsᚐRenderedResponseᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_renderedResponses(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RenderedResponse(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_renderedResponses_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_notifications(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9921,6 +10077,167 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _RenderedResponse_messageId(ctx context.Context, field graphql.CollectedField, obj *models.RenderedResponse) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RenderedResponse_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RenderedResponse_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RenderedResponse", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _RenderedResponse_instanceId(ctx context.Context, field graphql.CollectedField, obj *models.RenderedResponse) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RenderedResponse_instanceId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InstanceID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RenderedResponse_instanceId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RenderedResponse", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _RenderedResponse_extension(ctx context.Context, field graphql.CollectedField, obj *models.RenderedResponse) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RenderedResponse_extension(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Extension, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RenderedResponse_extension(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RenderedResponse", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _RenderedResponse_capability(ctx context.Context, field graphql.CollectedField, obj *models.RenderedResponse) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RenderedResponse_capability(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capability, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RenderedResponse_capability(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RenderedResponse", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _RenderedResponse_generation(ctx context.Context, field graphql.CollectedField, obj *models.RenderedResponse) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RenderedResponse_generation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Generation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RenderedResponse_generation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RenderedResponse", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _RenderedResponse_createdAt(ctx context.Context, field graphql.CollectedField, obj *models.RenderedResponse) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RenderedResponse_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RenderedResponse().CreatedAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RenderedResponse_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RenderedResponse", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _RenderedResponse_data(ctx context.Context, field graphql.CollectedField, obj *models.RenderedResponse) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RenderedResponse_data(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Data, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.JSON) graphql.Marshaler {
+			return ec.marshalNJSON2pluginhostᚋmodelsᚐJSON(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RenderedResponse_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RenderedResponse", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _ResponseCandidate_handle(ctx context.Context, field graphql.CollectedField, obj *models.ResponseCandidate) (ret graphql.Marshaler) {
@@ -10786,6 +11103,38 @@ func (ec *executionContext) fieldContext_Subscription_storageChanged(ctx context
 	if fc.Args, err = ec.field_Subscription_storageChanged_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_responseRendered(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_responseRendered(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().ResponseRendered(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *models.RenderedResponse) graphql.Marshaler {
+			return ec.marshalNRenderedResponse2ᚖpluginhostᚋmodelsᚐRenderedResponse(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_responseRendered(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RenderedResponse(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -14955,6 +15304,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "renderedResponses":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_renderedResponses(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "notifications":
 			field := field
 
@@ -15143,6 +15514,107 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				return ec._Query___schema(ctx, field)
 			})
 			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var renderedResponseImplementors = []string{"RenderedResponse"}
+
+func (ec *executionContext) _RenderedResponse(ctx context.Context, sel ast.SelectionSet, obj *models.RenderedResponse) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, renderedResponseImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RenderedResponse")
+		case "messageId":
+			out.Values[i] = ec._RenderedResponse_messageId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "instanceId":
+			out.Values[i] = ec._RenderedResponse_instanceId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "extension":
+			out.Values[i] = ec._RenderedResponse_extension(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "capability":
+			out.Values[i] = ec._RenderedResponse_capability(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "generation":
+			out.Values[i] = ec._RenderedResponse_generation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._RenderedResponse_createdAt(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "data":
+			out.Values[i] = ec._RenderedResponse_data(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
@@ -15521,6 +15993,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	switch fields[0].Name {
 	case "storageChanged":
 		return ec._Subscription_storageChanged(ctx, fields[0])
+	case "responseRendered":
+		return ec._Subscription_responseRendered(ctx, fields[0])
 	case "notificationAdded":
 		return ec._Subscription_notificationAdded(ctx, fields[0])
 	default:
@@ -16700,6 +17174,32 @@ func (ec *executionContext) marshalNProblem2ᚕpluginhostᚋmodelsᚐProblemᚄ(
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNRenderedResponse2ᚕᚖpluginhostᚋmodelsᚐRenderedResponseᚄ(ctx context.Context, sel ast.SelectionSet, v []*models.RenderedResponse) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRenderedResponse2ᚖpluginhostᚋmodelsᚐRenderedResponse(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNRenderedResponse2ᚖpluginhostᚋmodelsᚐRenderedResponse(ctx context.Context, sel ast.SelectionSet, v *models.RenderedResponse) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._RenderedResponse(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNResponseCandidate2ᚕᚖpluginhostᚋmodelsᚐResponseCandidateᚄ(ctx context.Context, sel ast.SelectionSet, v []*models.ResponseCandidate) graphql.Marshaler {

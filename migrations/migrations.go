@@ -40,6 +40,7 @@ var All = []Migration{
 	{10, "connections: credentials and OAuth states per Instance, OAuth clients, the audit of fetches", connections},
 	{11, "notifications, and the mute of an Instance", notifications},
 	{12, "sign-in sessions of the web host", webSessions},
+	{13, "the rendered result of the newest response containers, for the web host's response surface", responseData},
 }
 
 type appliedRow struct {

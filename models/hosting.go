@@ -1,5 +1,7 @@
 package models
 
+import "time"
+
 // Extension points of a UI extension.
 const (
 	PointScreen   = "screen"
@@ -63,6 +65,20 @@ const (
 	// ResponsePermission: the Instance is disabled or not the viewer's.
 	ResponsePermission = "permission"
 )
+
+// RenderedResponse is a response UI the host rendered in one of the user's
+// AI messages: what a surface needs to show it again.
+type RenderedResponse struct {
+	MessageID  string
+	InstanceID string
+	Extension  string
+	Capability string
+	Generation int64
+	CreatedAt  time.Time
+	// Data holds the result as the result of each of the extension's data
+	// sources of the capability, as in ResponseRender.
+	Data JSON
+}
 
 // MaxMessageIDLength bounds the AI message id of a response selection.
 const MaxMessageIDLength = 128

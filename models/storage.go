@@ -102,6 +102,10 @@ const (
 	// OpNotification is internal: a notification for the user was kept
 	// (Key holds its id); published on the user's notification topic.
 	OpNotification = "notification"
+	// OpResponse is internal: a response UI was rendered in one of the
+	// user's AI messages (Key holds the message id); published on the user's
+	// response topic.
+	OpResponse = "response"
 )
 
 // StorageChange is a committed change of one Instance's storage. StorageRevision

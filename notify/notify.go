@@ -583,31 +583,10 @@ func orEmptyObject(raw json.RawMessage) json.RawMessage {
 // client; beyond it the oldest news is dropped (the list has them all).
 const feedQueue = 16
 
-// feed is one subscription's sink on the bus: the ids of new
-// notifications, never blocking the publisher.
-type feed struct{ ids chan string }
-
-func (f *feed) Deliver(c models.StorageChange) {
-	if c.Operation != models.OpNotification || c.Key == nil {
-		return // a resynchronisation between replicas says nothing here
-	}
-	for {
-		select {
-		case f.ids <- *c.Key:
-			return
-		default:
-		}
-		select {
-		case <-f.ids:
-		default:
-		}
-	}
-}
-
 // Subscribe streams the user's new notifications, from every replica,
 // until ctx ends.
 func (s *Service) Subscribe(ctx context.Context, userID string) <-chan *Notification {
-	f := &feed{ids: make(chan string, feedQueue)}
+	f := changes.NewKeys(models.OpNotification, feedQueue)
 	topic := Topic(userID)
 	s.Bus.Watch(topic, f)
 	out := make(chan *Notification, 1)
@@ -618,7 +597,7 @@ func (s *Service) Subscribe(ctx context.Context, userID string) <-chan *Notifica
 			select {
 			case <-ctx.Done():
 				return
-			case id := <-f.ids:
+			case id := <-f.C:
 				n, err := s.Get(ctx, userID, id)
 				if err != nil {
 					continue // replaced or dropped since: nothing to show

@@ -96,6 +96,51 @@ func (r *queryResolver) ResponseCandidates(ctx context.Context) ([]*models.Respo
 	return out, nil
 }
 
+func (r *queryResolver) RenderedResponses(ctx context.Context, first *int) ([]*models.RenderedResponse, error) {
+	user, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n := 10
+	if first != nil {
+		n = *first
+	}
+	list, err := r.UI.Rendered(ctx, user, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*models.RenderedResponse, len(list))
+	for i := range list {
+		out[i] = &list[i]
+	}
+	return out, nil
+}
+
+func (r *renderedResponseResolver) CreatedAt(ctx context.Context, obj *models.RenderedResponse) (string, error) {
+	return models.FormatTime(obj.CreatedAt), nil
+}
+
+func (r *subscriptionResolver) ResponseRendered(ctx context.Context) (<-chan *models.RenderedResponse, error) {
+	user, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// It counts toward the connection's and the user's subscriptions.
+	release, err := r.Live.Hold(ctx, user.ID)
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, release)
+	return r.UI.SubscribeRendered(ctx, user.ID), nil
+}
+
 func (r *Resolver) Capability() graph.CapabilityResolver { return &capabilityResolver{r} }
 
-type capabilityResolver struct{ *Resolver }
+func (r *Resolver) RenderedResponse() graph.RenderedResponseResolver {
+	return &renderedResponseResolver{r}
+}
+
+type (
+	capabilityResolver       struct{ *Resolver }
+	renderedResponseResolver struct{ *Resolver }
+)

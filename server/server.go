@@ -216,7 +216,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	// The services of the API.
 	s.Lifecycle = &lifecycle.Service{DB: s.DB, Bus: s.Bus, Storage: s.Storage, Gate: s.Gate, Modules: s.Runs, TrustedKeys: trusted, Log: log}
 	s.AI = &aitools.Service{Storage: s.Storage, Gate: s.Gate, Handles: aiHandles, Capabilities: s.Runs}
-	s.UI = &extensions.Service{DB: s.DB, Handles: responseHandles}
+	s.UI = &extensions.Service{DB: s.DB, Handles: responseHandles, Bus: s.Bus}
 	s.Hub = &live.Hub{Bus: s.Bus, Storage: s.Storage, MaxPerConnection: cfg.MaxSubscriptionsPerConnection,
 		MaxPerUser: cfg.MaxSubscriptionsPerUser, Log: log}
 	s.GraphQL = gqlhttp.New(&resolvers.Resolver{Auth: s.Auth, Lifecycle: s.Lifecycle, Storage: s.Storage, AI: s.AI, UI: s.UI,
