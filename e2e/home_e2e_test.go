@@ -309,3 +309,112 @@ func TestAppHomeTimersAndGenerations(t *testing.T) {
 		t.Fatal("the card shows an answer of the older generation")
 	}
 }
+
+// TestAppResponses: a response the AI chose (selectResponseUi) appears on
+// the open home, live, from the result it chose: no call; a screen that shows
+// the same source takes it from the cache; a reload lists it again; another
+// user's home never shows it.
+func TestAppResponses(t *testing.T) {
+	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
+	h := newHost(t, b)
+	alice, bob := h.user(t, "alice", false), h.user(t, "bob", false)
+	// The plugin shows answers, and has no home card: only the response
+	// could fill the cache.
+	m, files := appNotes(t, func(f map[string]string) {
+		f["manifest.json"] = strings.Replace(f["manifest.json"], `{"id": "home", "point": "home", "config": "ui/home.json"},`,
+			`{"id": "answer", "point": "response", "config": "ui/answer.json"},`, 1)
+	})
+	delete(files, "ui/home.json")
+	files["ui/answer.json"] = `{"ui_schema": 2, "description": "The notes the assistant found.",
+		"a2ui": {"version": 1, "description": "Use when the answer lists the user's notes.", "schema": {"type": "object", "required": ["data"]}},
+		"data_sources": [{"id": "notes", "capability": "host.storage.list", "trigger": "load", "arguments": {"namespace": "notes", "limit": 50}}],
+		"view": {"type": "column", "children": [
+			{"type": "list", "props": {"items_source": "{{data.notes.data.items}}"}, "children": [{"type": "text", "props": {"text": "answer {{item.key}}: {{item.value.text}}"}}]},
+			{"type": "button", "props": {"label": "All notes", "action": {"type": "navigate", "target": "main"}}}]}}`
+	instl, ids := installApp(t, h, alice, m, files, 1)
+	alice.Must(t, createNote, map[string]any{"i": ids[0], "k": "cat", "v": map[string]any{"text": "a cat"}}, nil)
+	alice.Must(t, `mutation($i:ID!){setAiStorageConsent(installationId:$i,granted:true){id}}`, map[string]any{"i": instl}, nil)
+
+	p := openApp(t, alice, "/app")
+	p.WaitFor(`window.pluginhostShell && document.querySelector("[data-instance]")`)
+	q := openApp(t, bob, "/app")
+	q.WaitFor(`window.pluginhostShell && document.querySelector(".ph-home-list")`)
+	if !p.EvalBool(`document.querySelector(".ph-home-responses").hidden`) {
+		t.Fatal("the home shows responses before any")
+	}
+	waitUntil(p, `window.pluginhostShell.connected()`, 15*time.Second)
+	time.Sleep(300 * time.Millisecond) // the server takes the subscription the acknowledgement let through
+
+	// The assistant lists the notes, then shows its answer with the response.
+	var tools struct {
+		AiTools []struct{ Handle, Capability, InstanceID string } `json:"aiTools"`
+	}
+	alice.Must(t, `{aiTools{handle capability instanceId}}`, nil, &tools)
+	list := ""
+	for _, tl := range tools.AiTools {
+		if tl.Capability == "host.storage.list" && tl.InstanceID == ids[0] {
+			list = tl.Handle
+		}
+	}
+	args := map[string]any{"namespace": "notes", "limit": 50}
+	var ran struct {
+		AiInvoke json.RawMessage `json:"aiInvoke"`
+	}
+	alice.Must(t, `mutation($h:String!,$a:JSON){aiInvoke(handle:$h,arguments:$a){summary data evidence{type instanceId namespace key revision}}}`, map[string]any{"h": list, "a": args}, &ran)
+	var result map[string]any
+	json.Unmarshal(ran.AiInvoke, &result)
+	if ev, ok := result["evidence"].([]any); ok {
+		for _, e := range ev {
+			e := e.(map[string]any)
+			e["instance_id"] = e["instanceId"]
+			delete(e, "instanceId")
+		}
+	}
+	var cands struct {
+		ResponseCandidates []struct{ Handle, InstanceID, Extension string } `json:"responseCandidates"`
+	}
+	alice.Must(t, `{responseCandidates{handle instanceId extension}}`, nil, &cands)
+	if len(cands.ResponseCandidates) != 1 {
+		t.Fatalf("candidates %+v", cands)
+	}
+	var sel struct {
+		SelectResponseUi struct {
+			Rendered bool
+			Reasons  []struct{ Code, Path, Message string }
+		} `json:"selectResponseUi"`
+	}
+	alice.Must(t, `mutation($h:String!,$a:JSON,$r:JSON!){selectResponseUi(handle:$h,messageId:"msg-1",capability:"host.storage.list",arguments:$a,result:$r){rendered reasons{code path message}}}`,
+		map[string]any{"h": cands.ResponseCandidates[0].Handle, "a": args, "r": result}, &sel)
+	if !sel.SelectResponseUi.Rendered {
+		t.Fatalf("not rendered: %+v", sel.SelectResponseUi.Reasons)
+	}
+	waitText(p, "answer cat: a cat")
+	if n := sourceCalls(t, p, ids[0], "host.storage.list"); n != 0 {
+		t.Fatalf("the response called its source: %d calls", n)
+	}
+	if !p.EvalBool(`window.pluginhostShell.surfaces().some(function (s) { return s.surface === "response" && s.message === "msg-1"; })`) {
+		t.Fatalf("surfaces %s", p.EvalString(`JSON.stringify(window.pluginhostShell.surfaces())`))
+	}
+
+	// Its button opens the screen, whose notes come from the cache.
+	p.ClickText(`[data-response="msg-1"] button`, "All notes")
+	waitText(p, "cat: a cat")
+	if n := sourceCalls(t, p, ids[0], "host.storage.list"); n != 0 {
+		t.Fatalf("the screen called the source the response had: %d calls", n)
+	}
+	screenshot(t, p, "app-response-screen")
+	p.Eval(`history.back(); true`, nil)
+	waitUntil(p, `!document.getElementById("ph-home").hidden`, 10*time.Second)
+	screenshot(t, p, "app-response")
+
+	// A reload lists it from the server, still without a call.
+	r := openApp(t, alice, "/app")
+	r.WaitFor(`window.pluginhostShell && document.querySelector("[data-response]")`)
+	waitText(r, "answer cat: a cat")
+	if n := sourceCalls(t, r, ids[0], "host.storage.list"); n != 0 {
+		t.Fatalf("after a reload: %d calls", n)
+	}
+	if strings.Contains(pageText(q), "answer cat") || q.EvalBool(`document.querySelector("[data-response]") !== null`) {
+		t.Fatal("bob's home shows alice's response")
+	}
+}

@@ -72,7 +72,11 @@ const StartQuery = `query($i: ID!, $e: String!) { instance(id: $i) { id name ena
 
 // HomeQuery is the GraphQL query of the home: the viewer's Installations,
 // their Instances and extensions.
-const HomeQuery = `{ installations { id name description version instances { id name enabled } extensions { id point placement description icon } } }`
+const HomeQuery = `{ installations { id name description version instances { id name enabled } extensions { id point placement description icon } } ` +
+	`renderedResponses(first: 5) { ` + ResponseFields + ` } }`
+
+// ResponseFields are the fields of a RenderedResponse the home shows.
+const ResponseFields = `messageId instanceId extension capability generation createdAt data`
 
 // Preload is the answer to StartQuery that the server ran for the page, so
 // that the page starts without a request of its own.
@@ -132,7 +136,7 @@ type Card struct {
 // page: the page's GraphQL endpoint, the queries, and, on the home, the
 // answer to HomeQuery and the cards' starts.
 func shellConfig(home json.RawMessage, cards []Card) map[string]any {
-	c := map[string]any{"graphql": ListGraphQLPattern, "start_query": StartQuery, "home_query": HomeQuery}
+	c := map[string]any{"graphql": ListGraphQLPattern, "start_query": StartQuery, "home_query": HomeQuery, "response_fields": ResponseFields}
 	if home != nil {
 		c["home"] = home
 		c["cards"] = cards
@@ -258,4 +262,5 @@ const appChromeCSS = `
 .ph-home-links a { display: inline-flex; align-items: center; gap: 4px; margin: 6px 12px 0 0; color: #6750a4; }
 .ph-home-card { margin-top: 12px; border-radius: 12px; overflow: hidden; border: 1px solid #e7e0ec; }
 .ph-home-card .ph-chrome { position: static; }
+.ph-home-responses { margin: 0 0 24px; display: grid; gap: 12px; } .ph-home-responses .ph-home-card { margin: 0; }
 `

@@ -42,6 +42,7 @@
     var socket = null, acked = false, tries = 0, seq = 0;
     var subs = {};
     var onNotification = function () {};
+    var onResponse = null, responseFields = '';
 
     // gql runs one GraphQL operation; it resolves to {data} or {error}. URLs
     // are built on location.origin: a page opened with credentials in its URL
@@ -85,6 +86,7 @@
           tries = 0;
           Object.keys(subs).forEach(function (k) { subscribeMessage(k, subs[k]); });
           send({ id: 'n', type: 'subscribe', payload: { query: 'subscription { notificationAdded { ' + notificationFields + ' } }' } });
+          if (onResponse) send({ id: 'r', type: 'subscribe', payload: { query: 'subscription { responseRendered { ' + responseFields + ' } }' } });
           // Whatever came while the socket was away: the bell reads again.
           onNotification(null);
           return;
@@ -92,6 +94,10 @@
         if (m.type === 'ping') { ws.send(JSON.stringify({ type: 'pong' })); return; }
         if (m.id === 'n') {
           if (m.type === 'next' && m.payload && m.payload.data) onNotification(m.payload.data.notificationAdded);
+          return;
+        }
+        if (m.id === 'r') {
+          if (m.type === 'next' && m.payload && m.payload.data && onResponse) onResponse(m.payload.data.responseRendered);
           return;
         }
         var found = byID(m.id);
@@ -159,7 +165,20 @@
       watch: function (fn) { onNotification = fn; connect(); }
     };
 
-    return { gql: gql, subscribe: subscribe, notifications: notifications };
+    // watchResponses hears each response UI rendered for the viewer from
+    // now on (fields: the RenderedResponse fields to ask for).
+    function watchResponses(fields, fn) {
+      onResponse = fn;
+      responseFields = fields;
+      send({ id: 'r', type: 'subscribe', payload: { query: 'subscription { responseRendered { ' + responseFields + ' } }' } });
+      connect();
+    }
+
+    return {
+      gql: gql, subscribe: subscribe, notifications: notifications, watchResponses: watchResponses,
+      // connected reports whether the socket is open and acknowledged.
+      connected: function () { return acked; }
+    };
   }
 
   window.PluginhostConnection = function (graphql) {
@@ -228,8 +247,15 @@
         var b = blockedOf(r);
         if (b) return b;
         var inst = r.data.instance, instl = inst.installation, start = r.data.start;
-        var exts = instl.extensions.filter(function (e) { return e.point === 'screen' || e.point === 'home'; });
+        // A response surface (live.response: a rendered response) shows its
+        // response extension; every other surface a screen or a home one.
+        var exts = instl.extensions.filter(function (e) {
+          return e.point === 'screen' || e.point === 'home' || (live.response && e.point === 'response' && e.id === live.extension);
+        });
         if (!exts.some(function (e) { return e.id === live.extension; })) return noExtension(instl);
+        if (live.response && live.response.generation !== start.generation) {
+          return { blocked: 'stale', title: 'This answer was for an older version', error: { code: 'PLUGIN_STORAGE_CONFLICT', message: 'The plugin ' + instl.name + ' was updated since the assistant showed this answer.' } };
+        }
         // A hidden extension is reached only by the plugin's own navigate.
         if (exts.some(function (e) { return e.id === live.extension && e.placement === 'hidden'; })) {
           return { blocked: 'hidden', title: 'This screen opens from within the plugin', error: { code: 'HIDDEN', message: 'The plugin ' + instl.name + ' shows ' + JSON.stringify(live.extension) + ' only from its own screens; open one of them instead.' } };
@@ -256,6 +282,12 @@
           state: null,
           warnings: []
         };
+        // The response shows the result the assistant chose, as the result
+        // of its data sources of the capability: no call.
+        if (live.response) {
+          var ids = Object.keys(live.response.data || {});
+          loaded.response = { capability: live.response.capability, result: ids.length ? live.response.data[ids[0]] : null, verdict: { renders: true, checks: [] } };
+        }
         loadPersistedOthers(exts.filter(function (e) { return e.id !== start.extension; }), start.generation);
         return loaded;
       });

@@ -37,10 +37,11 @@
   //   bundle     the page's bundle (the ph-bundle block)
   //   cache      the host cache it shares (a PluginhostCache.Cache)
   //   events     the event log it appends to, shared by a page's surfaces
-  //   surface    what it is on the page: 'screen' (the default) or 'home'
+  //   surface    what it is on the page: 'screen' (the default), 'home'
+  //              (a home card) or 'response' (a response the AI chose)
   //   shown      () -> whether it is on screen now (auto refresh only then)
-  //   onNavigate (target, parameters) on a navigate from a home surface:
-  //              the page opens the screen
+  //   onNavigate (target, parameters) on a navigate from a home card or a
+  //              response: the page opens the screen
   //   onExit     () on back from its first screen: the page closes it
   //   api        true: it is window.pluginhostPreview
   function Runtime(opts) {
@@ -52,6 +53,9 @@
     var catalog = window.pluginhostCatalog || JSON.parse(document.getElementById('ph-catalog').textContent);
     var bundle = opts.bundle || JSON.parse(document.getElementById('ph-bundle').textContent);
     var surface = opts.surface || 'screen';
+    // A home card or a response is drawn inside the page, as tall as what
+    // it shows; its navigate opens the page's screen.
+    var embedded = surface === 'home' || surface === 'response';
     var cache = opts.cache || new hc.Cache();
     // plugin, fctx and startState come from the host's load.
     var plugin = { id: '', name: '', version: '', permissions: [], capabilities: [] };
@@ -1472,7 +1476,7 @@
             return Promise.resolve(true);
           }
           // A home card opens a screen as the page's own screen.
-          if (surface === 'home' && opts.onNavigate) {
+          if (embedded && opts.onNavigate) {
             opts.onNavigate(action.target, params);
             return Promise.resolve(true);
           }
@@ -1727,7 +1731,7 @@
 
     function chrome() {
       // A home card's bar names its plugin and Instance.
-      if (surface === 'home') return h('div', { 'class': 'ph-chrome ph-card-head' }, h('strong', null, plugin.name));
+      if (embedded) return h('div', { 'class': 'ph-chrome ph-card-head' }, h('strong', null, plugin.name));
       return h('div', { 'class': 'ph-chrome' }, [
         h('strong', null, plugin.name + (plugin.version ? ' ' + plugin.version : '')),
         h('span', { 'class': 'ph-crumbs', 'data-ph-crumbs': '1' }, app.stack.map(function (r) { return r.ext.id; }).join(' › ')),
@@ -1894,7 +1898,7 @@
           var view = app.blocked ? blockedScreen() : r ? screen(r) : loadingScreen();
           // The web host's screen fills the window below the page's bar; a
           // home card is as tall as what it shows.
-          var fs = themeStyle() + (surface === 'home' ? '' : bundle.live ? 'height:' + s.height + 'px;' : 'width:' + s.width + 'px;height:' + s.height + 'px;');
+          var fs = themeStyle() + (embedded ? '' : bundle.live ? 'height:' + s.height + 'px;' : 'width:' + s.width + 'px;height:' + s.height + 'px;');
           if (fs !== lastFrameStyle) { frame.setAttribute('style', fs); lastFrameStyle = fs; }
           frame.setAttribute('data-mode', app.mode);
           frame.setAttribute('data-size', bundle.live ? s.size_class : app.size);

@@ -1,10 +1,11 @@
 // shell.js: the web host's shell, one page for every surface (GET /app and
-// GET /app/{instance_id}/{extension}). The home lists the viewer's
-// Instances, each with its screens and its home extensions drawn live as
-// cards; a screen opens in the same page (the address follows, and the
-// browser's back returns), so the home cards, the screen and the AI
-// responses share one host cache (hostcache.js) and one connection
-// (live.js): a source shown on two surfaces is called once.
+// GET /app/{instance_id}/{extension}). The home shows the responses the
+// viewer's AI assistant chose to show (selectResponseUi), live, and lists the
+// viewer's Instances, each with its screens and its home extensions drawn
+// live as cards; a screen opens in the same page (the address follows, and
+// the browser's back returns), so the responses, the home cards and the
+// screen share one host cache (hostcache.js) and one connection (live.js): a
+// source shown on two surfaces is called once.
 //
 // window.pluginhostPreview is the open screen's page API, or on the home the
 // page's event log and idle; window.pluginhostShell opens and lists surfaces.
@@ -18,6 +19,8 @@
   var appEl = document.getElementById('ph-app');
   var conn = window.PluginhostConnection(bundle.live ? bundle.live.graphql : cfg.graphql);
   var cards = [];
+  var responses = []; // newest first
+  var responsesEl = null;
   var screen = null;
   var homeState = null; // null, 'loading', 'built'
 
@@ -40,7 +43,7 @@
   var homeAPI = {
     events: function () { return JSON.parse(JSON.stringify(events)); },
     clearEvents: function () { events.length = 0; },
-    idle: function () { return idleOf(cards.map(function (c) { return c.runtime; })); },
+    idle: function () { return idleOf(cards.concat(responses).map(function (c) { return c.runtime; })); },
     inspector: function () { return null; }
   };
 
@@ -91,6 +94,10 @@
   function buildHome() {
     homeState = 'loading';
     homeEl.textContent = '';
+    responsesEl = el('section', 'ph-home-responses');
+    responsesEl.hidden = true;
+    responsesEl.appendChild(el('h1', 'ph-home-title', 'From your assistant'));
+    homeEl.appendChild(responsesEl);
     homeEl.appendChild(el('h1', 'ph-home-title', 'Your plugins'));
     var list = el('div', 'ph-home-list', 'Loading…');
     list.setAttribute('aria-live', 'polite');
@@ -116,7 +123,35 @@
         });
       });
       if (!n) list.appendChild(el('p', null, 'You have no plugin Instances yet.'));
+      (r.data.renderedResponses || []).slice().reverse().forEach(showResponse);
+      conn.watchResponses(cfg.response_fields, showResponse);
     });
+  }
+
+  // showResponse draws a response the assistant chose, newest first; the
+  // home keeps the newest five.
+  function showResponse(rr) {
+    if (responses.some(function (x) { return x.message === rr.messageId; })) return;
+    var box = el('div', 'ph-home-card ph-home-response');
+    box.setAttribute('data-response', rr.messageId);
+    responsesEl.insertBefore(box, responsesEl.children[1] || null);
+    responsesEl.hidden = false;
+    var live = {
+      instance_id: rr.instanceId, extension: rr.extension, graphql: cfg.graphql, images: imagesOf(rr.instanceId),
+      route: {}, start_query: cfg.start_query, preload: null,
+      response: { capability: rr.capability, generation: rr.generation, data: rr.data }
+    };
+    var runtime = window.PluginhostRuntime({
+      root: box, bundle: bundleFor(live, false), cache: cache, events: events, surface: 'response',
+      shown: function () { return !homeEl.hidden; },
+      onNavigate: function (target, params) { openScreen(rr.instanceId, target, params, true); }
+    });
+    responses.unshift({ runtime: runtime, instance: rr.instanceId, extension: rr.extension, message: rr.messageId, box: box });
+    while (responses.length > 5) {
+      var old = responses.pop();
+      old.runtime.destroy();
+      old.box.remove();
+    }
   }
 
   function iconOf(icon) {
@@ -208,9 +243,12 @@
     // surfaces lists what the page shows: its home cards and its screen.
     surfaces: function () {
       var out = cards.map(function (c) { return { surface: 'home', instance: c.instance, extension: c.extension, shown: !homeEl.hidden }; });
+      responses.forEach(function (c) { out.push({ surface: 'response', instance: c.instance, extension: c.extension, message: c.message, shown: !homeEl.hidden }); });
       if (screen) out.push({ surface: 'screen', instance: screen.instance, extension: screen.extension, shown: !appEl.hidden });
       return out;
     },
+    // connected reports whether the page's socket is up.
+    connected: function () { return conn.connected(); },
     // calls is how many calls the host cache made: a source shown on
     // several surfaces counts once.
     calls: function () { return cache.calls; }
