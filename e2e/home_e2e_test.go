@@ -418,3 +418,56 @@ func TestAppResponses(t *testing.T) {
 		t.Fatal("bob's home shows alice's response")
 	}
 }
+
+// TestAppInvokeStoreShared: an invoke that stores its result in a data
+// source puts it in the host cache, and the home card showing the same
+// source shows it, without a call of its own.
+func TestAppInvokeStoreShared(t *testing.T) {
+	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
+	h := newHost(t, b)
+	alice := h.user(t, "alice", false)
+	m, files := appNotes(t, func(f map[string]string) {
+		f["manifest.json"] = strings.Replace(f["manifest.json"], `"extensions": [`,
+			`"capabilities": [{"id": "notes.count", "kind": "data", "description": "Counts the notes.", "input_schema": {"type": "object"}, "output_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}, "module": "capabilities/count.wasm"}],
+  "extensions": [`, 1)
+		// The card shows the count; the screen recounts into the same source.
+		f["ui/home.json"] = strings.Replace(f["ui/home.json"], `"data_sources": [`, `"data_sources": [{"id": "stats", "capability": "notes.count", "trigger": "load"},`, 1)
+		f["ui/home.json"] = strings.Replace(f["ui/home.json"], `"children": [`, `"children": [{"type": "text", "props": {"text": "Card count: {{data.stats.summary}}"}},`, 1)
+		f["ui/main.json"] = strings.Replace(f["ui/main.json"], `"data_sources": [`, `"data_sources": [{"id": "stats", "capability": "notes.count", "trigger": "manual"},`, 1)
+		f["ui/main.json"] = strings.Replace(f["ui/main.json"], `{"type": "text", "props": {"text": "Sort: {{state.sort}}"}},`,
+			`{"type": "text", "props": {"text": "Sort: {{state.sort}}"}}, {"type": "button", "props": {"label": "Recount", "action": {"type": "invoke", "capability": "notes.count", "store": "stats"}}}, {"type": "text", "props": {"text": "Screen count: {{data.stats.summary}}"}},`, 1)
+	})
+	files["capabilities/count.wasm"] = string(wasmtest.Module(t, "testdata/modules", "count"))
+	_, ids := installApp(t, h, alice, m, files, 1)
+	alice.Must(t, createNote, map[string]any{"i": ids[0], "k": "cat", "v": map[string]any{"text": "a cat"}}, nil)
+	warmCapability(t, alice, ids[0], "notes.count")
+
+	p := openApp(t, alice, "/app")
+	p.WaitFor(homeReady)
+	waitText(p, "Card count: 1 notes")
+	// A new note: the count is not a storage source, so nothing re-runs it.
+	alice.Must(t, createNote, map[string]any{"i": ids[0], "k": "dog", "v": map[string]any{"text": "a dog"}}, nil)
+	waitText(p, "home dog")
+	waitText(p, "Card count: 1 notes")
+
+	p.ClickText("button", "Open notes")
+	waitText(p, "dog: a dog")
+	p.ClickText("button", "Recount")
+	waitText(p, "Screen count: 2 notes")
+	p.Eval(`history.back(); true`, nil)
+	waitUntil(p, `!document.getElementById("ph-home").hidden`, 10*time.Second)
+	waitText(p, "Card count: 2 notes")
+	p.Eval(`window.pluginhostPreview.idle()`, nil)
+	if n := sourceCalls(t, p, ids[0], "notes.count"); n != 2 {
+		t.Fatalf("%d calls of notes.count, want 2: the card's first load and the recount", n)
+	}
+	var shared bool
+	for _, e := range appEvents(t, p, "source_result") {
+		if e["surface"] == "home" && e["source"] == "stats" && e["cached"] == "shared" && e["summary"] == "2 notes" {
+			shared = true
+		}
+	}
+	if !shared {
+		t.Fatalf("the card did not take the stored result: %v", appEvents(t, p, "source_result"))
+	}
+}
