@@ -134,6 +134,10 @@ func TestAppFillsWindowAndPlacement(t *testing.T) {
 		screenshot(t, p, "app-"+tc.class)
 	}
 	p.Do("Emulation.clearDeviceMetricsOverride", nil)
+	// The page lays itself out again at the window's own width before the
+	// click, so that the click lands where the card is.
+	waitUntil(p, `window.innerWidth !== 1280 && window.pluginhostPreview.context().screen.width === window.innerWidth`, 15*time.Second)
+	p.Eval(`new Promise(function (r) { requestAnimationFrame(function () { requestAnimationFrame(function () { r(true); }); }); })`, nil)
 
 	// The plugin's own navigate reaches the hidden screen.
 	p.ClickText(".ph-card", "milk: milk")
@@ -161,4 +165,50 @@ func TestAppFillsWindowAndPlacement(t *testing.T) {
 	if resp.StatusCode != 303 || resp.Header.Get("Location") != "/app/"+ids[0]+"/main" {
 		t.Fatalf("/app/{instance}: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
+}
+
+// TestAppPlacement: above a screen, the plugin's bar offers its screens as
+// their placement says: auto and navigation in the bar, menu under More,
+// hidden nowhere; each opens in the page.
+func TestAppPlacement(t *testing.T) {
+	h := newHost(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
+	alice := h.user(t, "alice", false)
+	screen := func(description, placement string) string {
+		return `{"ui_schema": 2, "description": "` + description + `", "placement": "` + placement + `", "view": {"type": "text", "props": {"text": "This is ` + description + `"}}}`
+	}
+	m, files := appNotes(t, func(f map[string]string) {
+		var c map[string]any
+		json.Unmarshal([]byte(f["ui/detail.json"]), &c)
+		c["placement"] = "hidden"
+		b, _ := json.Marshal(c)
+		f["ui/detail.json"] = string(b)
+		f["manifest.json"] = strings.Replace(f["manifest.json"], `{"id": "detail", "point": "screen", "config": "ui/detail.json"}`,
+			`{"id": "detail", "point": "screen", "config": "ui/detail.json"}, {"id": "about", "point": "screen", "config": "ui/about.json"}, {"id": "settings", "point": "screen", "config": "ui/settings.json"}`, 1)
+	})
+	files["ui/about.json"] = screen("About", "navigation")
+	files["ui/settings.json"] = screen("Settings", "menu")
+	_, ids := installApp(t, h, alice, m, files, 1)
+
+	p := openApp(t, alice, "/app/"+ids[0]+"/main")
+	p.WaitFor(liveReady)
+	p.WaitFor(`!document.querySelector(".ph-plugin-bar").hidden`)
+	var bar struct{ Bar, More []string }
+	p.Eval(`({bar: Array.from(document.querySelectorAll(".ph-plugin-bar > a")).map(function (a) { return a.getAttribute("data-extension") + ":" + a.getAttribute("data-placement"); }),
+		more: Array.from(document.querySelectorAll(".ph-plugin-more a")).map(function (a) { return a.getAttribute("data-extension"); })})`, &bar)
+	if strings.Join(bar.Bar, " ") != "main:auto home:auto about:navigation" || strings.Join(bar.More, " ") != "settings" {
+		t.Fatalf("bar %v, More %v", bar.Bar, bar.More)
+	}
+	if p.EvalString(`document.querySelector('.ph-plugin-bar [aria-current]').getAttribute("data-extension")`) != "main" {
+		t.Fatal("the bar does not mark the open screen")
+	}
+	p.Eval(`window.sameDocument = true`, nil)
+	p.Click(`.ph-plugin-more summary`)
+	p.Click(`.ph-plugin-more a[data-extension="settings"]`)
+	waitText(p, "This is Settings")
+	if p.EvalString(`location.pathname`) != "/app/"+ids[0]+"/settings" || !p.EvalBool(`window.sameDocument === true`) {
+		t.Fatal("the menu's screen did not open in the page")
+	}
+	p.Click(`.ph-plugin-bar a[data-extension="about"]`)
+	waitText(p, "This is About")
+	screenshot(t, p, "app-placement")
 }

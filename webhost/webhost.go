@@ -262,5 +262,9 @@ const appChromeCSS = `
 .ph-home-links a { display: inline-flex; align-items: center; gap: 4px; margin: 6px 12px 0 0; color: #6750a4; }
 .ph-home-card { margin-top: 12px; border-radius: 12px; overflow: hidden; border: 1px solid #e7e0ec; }
 .ph-home-card .ph-chrome { position: static; }
+.ph-plugin-bar { display: flex; flex-wrap: wrap; align-items: center; gap: 4px 16px; padding: 4px 12px 8px; font: 14px system-ui, sans-serif; }
+.ph-plugin-bar a { color: #6750a4; } .ph-plugin-bar a[aria-current] { font-weight: 600; color: #1d1b20; text-decoration: none; }
+.ph-plugin-more { position: relative; } .ph-plugin-more summary { cursor: pointer; color: #6750a4; }
+.ph-plugin-more[open] { z-index: 20; } .ph-plugin-more a { display: block; padding: 4px 0; }
 .ph-home-responses { margin: 0 0 24px; display: grid; gap: 12px; } .ph-home-responses .ph-home-card { margin: 0; }
 `

@@ -43,6 +43,8 @@
   //   onNavigate (target, parameters) on a navigate from a home card or a
   //              response: the page opens the screen
   //   onExit     () on back from its first screen: the page closes it
+  //   onLoad     (plugin, extensions, current) when it loaded the plugin's
+  //              configs, and when it shows another extension
   //   api        true: it is window.pluginhostPreview
   function Runtime(opts) {
     opts = opts || {};
@@ -1506,6 +1508,7 @@
     }
     function openRoute(r) {
       app.stack.push(r);
+      loaded();
       render();
       startSources(r);
     }
@@ -1519,6 +1522,7 @@
       }
       var closed = app.stack.pop();
       closeRoute(closed);
+      loaded();
       var opener = currentRoute();
       if (closed.resultState) setStateKey(opener, closed.resultState, result === undefined ? null : result, 'back');
       render();
@@ -1969,6 +1973,10 @@
       loadWarnings = cfg.warnings || [];
       responseSample = cfg.response || null;
     }
+    // loaded tells the page what the surface shows.
+    function loaded() {
+      if (opts.onLoad) opts.onLoad(plugin, Object.keys(extensions).map(function (k) { return extensions[k]; }), currentRoute() ? currentRoute().ext.id : null);
+    }
     function block(kind, message, title) {
       app.blocked = { kind: kind, message: message, title: title || null };
       emit('blocked', { kind: kind, message: message });
@@ -1997,6 +2005,7 @@
         });
         if (!app.stack.length) app.stack.push(new Route(extensions[cfg.start], cfg.route || {}, null, true));
         emit('config_reloaded', { generation: app.generation, extension: currentRoute().ext.id });
+        loaded();
         app.notice = { code: 'PACKAGE_UPDATED', text: 'The plugin was updated (' + (plugin.version ? 'version ' + plugin.version + ', ' : '') + 'generation ' + app.generation + '): this screen now shows the new version; answers for the old one were discarded.' };
         render();
         app.stack.forEach(startSources);
@@ -2062,6 +2071,7 @@
       var start = extensions[cfg.start];
       var first = new Route(start, cfg.route || {}, null, true);
       app.stack.push(first);
+      loaded();
       emit('open', { extension: start.id, point: start.point, parameters: first.params });
       if (responseSample && start.point === 'response') {
         emit('response_verdict', { capability: responseSample.capability, renders: responseSample.verdict.renders, checks: clone(responseSample.verdict.checks) });

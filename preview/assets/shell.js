@@ -17,6 +17,12 @@
   var events = [];
   var homeEl = document.getElementById('ph-home');
   var appEl = document.getElementById('ph-app');
+  // The plugin's bar: above the screen, the Instance's other screens where
+  // their placement offers them.
+  var barEl = el('nav', 'ph-plugin-bar');
+  barEl.setAttribute('aria-label', 'Screens of this plugin');
+  barEl.hidden = true;
+  appEl.parentNode.insertBefore(barEl, appEl);
   var conn = window.PluginhostConnection(bundle.live ? bundle.live.graphql : cfg.graphql);
   var cards = [];
   var responses = []; // newest first
@@ -60,6 +66,7 @@
     homeEl.hidden = true;
     appEl.hidden = false;
     appEl.textContent = '';
+    barEl.textContent = '';
     document.title = extension + ' · pluginhost';
     if (push) {
       var q = Object.keys(params || {}).map(function (k) { return enc(k) + '=' + enc(String(params[k])); }).join('&');
@@ -68,12 +75,47 @@
     var runtime = window.PluginhostRuntime({
       root: appEl, bundle: bundleFor(live, live === bundle.live && bundle.inspector), cache: cache, events: events,
       surface: 'screen', api: true, shown: function () { return !appEl.hidden; },
-      onExit: function () { goHome(true); }
+      onExit: function () { goHome(true); },
+      onLoad: function (plugin, exts, current) { pluginBar(instanceID, exts, current); }
     });
     screen = { runtime: runtime, instance: instanceID, extension: extension };
     window.pluginhostPreview = runtime.api;
   }
+  // pluginBar offers the Instance's screens by their placement: auto and
+  // navigation in the bar, menu under More, hidden nowhere (they open only
+  // from the plugin's own screens).
+  function pluginBar(instanceID, exts, current) {
+    barEl.textContent = '';
+    var offered = exts.filter(function (e) {
+      var p = (e.config && e.config.placement) || 'auto';
+      return (e.point === 'screen' || e.point === 'home') && p !== 'hidden';
+    });
+    barEl.hidden = offered.length < 2;
+    var more = null;
+    offered.forEach(function (e) {
+      var a = el('a', null, (e.config && e.config.description) || e.id);
+      a.href = '/app/' + enc(instanceID) + '/' + enc(e.id);
+      a.setAttribute('data-placement', (e.config && e.config.placement) || 'auto');
+      a.setAttribute('data-extension', e.id);
+      if (e.id === current) a.setAttribute('aria-current', 'page');
+      a.addEventListener('click', function (ev) {
+        if (ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+        ev.preventDefault();
+        openScreen(instanceID, e.id, {}, true);
+      });
+      if (e.config && e.config.placement === 'menu') {
+        if (!more) {
+          more = el('details', 'ph-plugin-more');
+          more.appendChild(el('summary', null, 'More'));
+        }
+        more.appendChild(a);
+      } else barEl.appendChild(a);
+    });
+    if (more) barEl.appendChild(more);
+  }
+
   function closeScreen() {
+    barEl.hidden = true;
     if (!screen) return;
     screen.runtime.destroy();
     screen = null;
