@@ -46,9 +46,13 @@
   //   onLoad     (plugin, extensions, current) when it loaded the plugin's
   //              configs, and when it shows another extension
   //   api        true: it is window.pluginhostPreview
+  //   t0         when the page opened it (performance.now()), for its metrics
   function Runtime(opts) {
     opts = opts || {};
-    var T0 = typeof window.pluginhostStart === 'number' ? window.pluginhostStart : performance.now();
+    // T0, the start of the metrics: when the page opened the surface
+    // (opts.t0), else the standalone page's first script, else the
+    // navigation's start (the time origin of performance.now()).
+    var T0 = typeof opts.t0 === 'number' ? opts.t0 : typeof window.pluginhostStart === 'number' ? window.pluginhostStart : 0;
     var T1 = performance.now();
     // The catalog: a static script of the web host's, or the standalone
     // page's own block.

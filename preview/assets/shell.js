@@ -73,6 +73,8 @@
       history.pushState({ screen: true }, '', '/app/' + enc(instanceID) + '/' + enc(extension) + (q ? '?' + q : ''));
     }
     var runtime = window.PluginhostRuntime({
+      // The page's own screen is timed from the navigation's start.
+      t0: live === bundle.live ? undefined : performance.now(),
       root: appEl, bundle: bundleFor(live, live === bundle.live && bundle.inspector), cache: cache, events: events,
       surface: 'screen', api: true, shown: function () { return !appEl.hidden; },
       onExit: function () { goHome(true); },
