@@ -80,10 +80,14 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	ServeHome(w, r, Viewer{Name: user.Name, Admin: user.Admin}, home, cards)
 }
 
+// preloadedCards is how many home cards the server starts for the page;
+// the page starts the others itself.
+const preloadedCards = 12
+
 // home runs the home's queries for the user: HomeQuery, and StartQuery for
-// every home extension it draws (of an enabled Instance, not hidden), so that
-// the page starts without a request. Nil when the answer is not data (the
-// page then asks itself).
+// every home extension it draws (of an enabled Instance, not hidden; the
+// first preloadedCards), so that the page starts without a request. Nil when
+// the answer is not data (the page then asks itself).
 func (s *Server) home(ctx context.Context, user *models.User, credential string) (json.RawMessage, []Card) {
 	out := s.Execute(ctx, user, HomeQuery, nil)
 	var answer struct {
@@ -113,6 +117,9 @@ func (s *Server) home(ctx context.Context, user *models.User, credential string)
 			for _, e := range instl.Extensions {
 				if e.Point != "home" || (e.Placement != nil && *e.Placement == "hidden") || !inst.Enabled {
 					continue
+				}
+				if len(cards) == preloadedCards {
+					return redact(raw.Data, credential), cards
 				}
 				cards = append(cards, Card{InstanceID: inst.ID, Extension: e.ID, Preload: s.preload(ctx, user, credential, inst.ID, e.ID)})
 			}

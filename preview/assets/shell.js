@@ -212,9 +212,11 @@
     var box = el('section', 'ph-home-instance');
     box.setAttribute('data-instance', inst.id);
     var head = el('h2', null);
+    // The plugin's icon: its first extension's that has one, else the
+    // symbol of a plugin.
     var icon = null;
     instl.extensions.forEach(function (e) { if (!icon && e.icon) icon = iconOf(e.icon); });
-    if (icon) head.appendChild(icon);
+    head.appendChild(icon || iconOf('extension'));
     head.appendChild(document.createTextNode(instl.name + ' · ' + inst.name));
     box.appendChild(head);
     if (instl.description) box.appendChild(el('p', 'ph-home-desc', instl.description));
