@@ -219,9 +219,9 @@ func TestJSConformance(t *testing.T) {
 }
 
 // TestHostCacheRules runs the DOM-free tests of the host cache and its
-// refresh rules (testdata/hostcache.test.js) under node.
+// refresh rules (testdata/hostcache.test.mjs) under node.
 func TestHostCacheRules(t *testing.T) {
-	out, err := exec.Command(node(t), "--test", "--test-reporter=tap", filepath.Join("testdata", "hostcache.test.js")).CombinedOutput()
+	out, err := exec.Command(node(t), "--test", "--test-reporter=tap", filepath.Join("testdata", "hostcache.test.mjs")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test: %v\n%s", err, out)
 	}

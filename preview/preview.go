@@ -259,7 +259,7 @@ func writePage(b *pageBundle) ([]byte, error) {
 		CSP:       CSP,
 		Generator: "pluginhost preview",
 		NoScript:  "The preview needs JavaScript.",
-		Host:      "fixtures.js",
+		Entry:     "preview-main.js",
 		Bundle:    bundle,
 	}
 	return page.Bytes(), nil

@@ -115,9 +115,7 @@ func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, e
 		BodyClass: "ph-webhost",
 		Nav:       nav(v),
 		NoScript:  "The web host needs JavaScript.",
-		Host:      "live.js",
-		Chrome:    "bell.js",
-		Shell:     "shell.js",
+		Entry:     "shell.js",
 		Assets:    AssetsPath,
 		Bundle:    raw,
 	}
@@ -165,9 +163,7 @@ func ServeHome(w http.ResponseWriter, r *http.Request, v Viewer, home json.RawMe
 		BodyClass: "ph-webhost",
 		Nav:       nav(v),
 		NoScript:  "The web host needs JavaScript.",
-		Host:      "live.js",
-		Chrome:    "bell.js",
-		Shell:     "shell.js",
+		Entry:     "shell.js",
 		Assets:    AssetsPath,
 		Bundle:    raw,
 	}

@@ -50,8 +50,8 @@ func TestServeScreen(t *testing.T) {
 			if strings.Contains(body, hostile) {
 				t.Fatal("the instance id closed the script element")
 			}
-			if !strings.Contains(body, `src="/app/assets/`+assets.StaticName("live.js")+`"`) || strings.Contains(body, "fixtures") {
-				t.Fatal("the page does not link the live host alone")
+			if !strings.Contains(body, `src="/app/assets/`+assets.StaticName("app.js")+`"`) || strings.Contains(body, "fixtures") {
+				t.Fatal("the page does not link the web host's bundle alone")
 			}
 			// No inline script: every script element is data or a static file.
 			for _, tag := range scriptTag.FindAllString(body, -1) {
@@ -103,15 +103,16 @@ func TestServeHome(t *testing.T) {
 func TestAssets(t *testing.T) {
 	mux := http.NewServeMux()
 	(&Server{}).Mount(mux)
-	name := assets.StaticName("runtime.js")
+	name := assets.StaticName("app.js")
 	for _, tc := range []struct {
 		name, path, encoding string
 		status               int
 	}{
 		{"gzip", "/app/assets/" + name, "gzip, br", 200},
 		{"identity", "/app/assets/" + name, "", 200},
-		{"the unhashed name", "/app/assets/runtime.js", "", 404},
-		{"another hash", "/app/assets/runtime.000000000000.js", "", 404},
+		{"the unhashed name", "/app/assets/app.js", "", 404},
+		{"another hash", "/app/assets/app.000000000000.js", "", 404},
+		{"a module, not a served file", "/app/assets/runtime.js", "", 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest("GET", tc.path, nil)
@@ -146,8 +147,8 @@ func TestAssets(t *testing.T) {
 					t.Fatalf("compressed to %d of %d bytes", compressed, len(body))
 				}
 			}
-			if string(body) != assets.Text("runtime.js") {
-				t.Fatal("not runtime.js")
+			if string(body) != assets.Bundle("shell.js") {
+				t.Fatal("not the web host's bundle")
 			}
 			r.Header.Set("If-None-Match", w.Header().Get("ETag"))
 			w = httptest.NewRecorder()

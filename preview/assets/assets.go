@@ -2,10 +2,14 @@
 // pages that use it: the preview (package preview, against fixtures) and the
 // web host (package webhost, live against the server).
 //
-// core.js holds the rules shared with the Go side, runtime.js the runtime
-// itself, and each host implements the runtime's host interface: fixtures.js
-// for the preview, live.js for the web host, with the web host's
-// notification bell (bell.js). preview.css styles both pages.
+// The runtime's sources are ES modules: core.js holds the rules shared with
+// the Go side, hostcache.js the host cache and its refresh rules, vdom.js and
+// theme.js what the runtime draws with, runtime.js the runtime itself (one
+// surface), and each host implements the runtime's host interface:
+// fixtures.js for the preview, live.js for the web host, with the web host's
+// notification bell (bell.js) and its shell (shell.js, the page of every
+// surface). preview-main.js and shell.js are the pages' entries; a page runs
+// the bundle of its entry (Bundle). preview.css styles both pages.
 package assets
 
 import (
@@ -13,7 +17,7 @@ import (
 	"strings"
 )
 
-//go:embed core.js hostcache.js runtime.js fixtures.js live.js bell.js shell.js preview.css fonts/material-symbols-outlined.woff2
+//go:embed core.js hostcache.js vdom.js theme.js runtime.js fixtures.js live.js bell.js shell.js preview-main.js preview.css fonts/material-symbols-outlined.woff2
 var files embed.FS
 
 // Text returns the embedded file name (such as "runtime.js"). It panics on

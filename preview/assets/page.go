@@ -10,8 +10,8 @@ import (
 )
 
 // Page is one page of the UI Runtime: the same shell on both pages (head,
-// preview.css, the catalog and bundle blocks, then core.js, the host script
-// and runtime.js), with what differs between them.
+// preview.css, the catalog and bundle blocks, then the bundle of the page's
+// entry module), with what differs between them.
 type Page struct {
 	Title     string // the title element's text
 	CSP       string // when not empty, a Content-Security-Policy meta element; written as is
@@ -20,13 +20,10 @@ type Page struct {
 	BodyClass string // when not empty, the body element's class
 	Nav       string // HTML before the app element
 	NoScript  string // what the page says without JavaScript
-	Host      string // the host script: "fixtures.js" or "live.js"
-	Chrome    string // when not empty, a script of the host's own chrome ("bell.js"), before the host script
-	// Shell, when not empty, is the script that starts the page's surfaces
-	// ("shell.js": the web host's home and screens, in one page), after
-	// runtime.js; the page then has the home's element too. Linked pages
-	// only.
-	Shell  string
+	// Entry is the module the page starts from: "preview-main.js" (the
+	// preview) or "shell.js" (the web host's home and screens, in one page;
+	// the page then has the home's element too).
+	Entry  string
 	Bundle []byte // the bundle's JSON, for the ph-bundle block
 	// Assets, when not empty, is the path the static files are served
 	// under (such as "/app/assets/"): the page then links its scripts, the
@@ -53,9 +50,7 @@ var static = sync.OnceValue(func() struct {
 		catalog: `<script type="application/json" id="ph-catalog">` + ScriptSafe.Replace(c.String()) + "</script>\n",
 		text:    map[string]string{},
 	}
-	for _, name := range []string{"core.js", "hostcache.js", "runtime.js", "fixtures.js", "live.js", "bell.js", "preview.css"} {
-		s.text[name] = Text(name)
-	}
+	s.text["preview.css"] = Text("preview.css")
 	return s
 })
 
@@ -65,13 +60,9 @@ func (p *Page) Bytes() []byte {
 		return p.linked()
 	}
 	s := static()
-	host, ok := s.text[p.Host]
-	if !ok {
-		panic("assets: no host script " + p.Host)
-	}
+	script := Bundle(p.Entry)
 	var out bytes.Buffer
-	out.Grow(len(s.catalog) + len(s.text["core.js"]) + len(host) + len(s.text["runtime.js"]) +
-		len(s.text["preview.css"]) + len(p.CSS) + len(p.Bundle) + len(p.CSP) + 1024)
+	out.Grow(len(s.catalog) + len(script) + len(s.text["preview.css"]) + len(p.CSS) + len(p.Bundle) + len(p.CSP) + 1024)
 	out.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
 	if p.CSP != "" {
 		out.WriteString(`<meta http-equiv="Content-Security-Policy" content="` + p.CSP + "\">\n")
@@ -97,18 +88,9 @@ func (p *Page) Bytes() []byte {
 	out.WriteString(`<script type="application/json" id="ph-bundle">`)
 	ScriptSafe.WriteString(&out, string(p.Bundle))
 	out.WriteString("</script>\n")
-	scripts := []string{"core.js", p.Host, "hostcache.js", "runtime.js"}
-	if p.Chrome != "" {
-		if _, ok := s.text[p.Chrome]; !ok {
-			panic("assets: no chrome script " + p.Chrome)
-		}
-		scripts = []string{"core.js", p.Chrome, p.Host, "hostcache.js", "runtime.js"}
-	}
-	for _, name := range scripts {
-		out.WriteString("<script>\n")
-		out.WriteString(s.text[name])
-		out.WriteString("</script>\n")
-	}
+	out.WriteString("<script>\n")
+	out.WriteString(script)
+	out.WriteString("</script>\n")
 	out.WriteString("</body>\n</html>\n")
 	return out.Bytes()
 }
@@ -131,25 +113,18 @@ func (p *Page) linked() []byte {
 		out.WriteString("<body>\n")
 	}
 	out.WriteString(p.Nav)
-	if p.Shell != "" {
+	shell := p.Entry == "shell.js"
+	if shell {
 		out.WriteString("<div id=\"ph-shell\" class=\"ph-shell\"><div id=\"ph-home\" class=\"ph-home\" hidden></div>\n")
 	}
 	out.WriteString("<div id=\"ph-app\" class=\"ph-app\"><noscript>" + html.EscapeString(p.NoScript) + "</noscript></div>\n")
-	if p.Shell != "" {
+	if shell {
 		out.WriteString("</div>\n")
 	}
 	out.WriteString(`<script type="application/json" id="ph-bundle">`)
 	ScriptSafe.WriteString(&out, string(p.Bundle))
 	out.WriteString("</script>\n")
-	scripts := []string{"catalog.js", "core.js"}
-	if p.Chrome != "" {
-		scripts = append(scripts, p.Chrome)
-	}
-	scripts = append(scripts, p.Host, "hostcache.js", "runtime.js")
-	if p.Shell != "" {
-		scripts = append(scripts, p.Shell)
-	}
-	for _, name := range scripts {
+	for _, name := range []string{"catalog.js", bundleFile(p.Entry)} {
 		out.WriteString(`<script src="` + p.Assets + StaticName(name) + "\"></script>\n")
 	}
 	out.WriteString("</body>\n</html>\n")

@@ -16,7 +16,7 @@ import (
 // Static is a file the web host serves under its assets path, named by its
 // content's hash, so that it can be cached for good.
 type Static struct {
-	Name        string // the hashed name, such as "runtime.3f2a9c1b7d4e.js"
+	Name        string // the hashed name, such as "app.3f2a9c1b7d4e.js"
 	ContentType string
 	Body        []byte
 	Gzip        []byte // Body gzip-compressed; nil for a file compressed already
@@ -28,8 +28,17 @@ type Static struct {
 const IconFont = "material-symbols-outlined.woff2"
 
 // staticFiles are the embedded files served as static assets; catalog.js
-// (the node catalog, as a script) is made from package uicatalog.
-var staticFiles = []string{"core.js", "hostcache.js", "runtime.js", "live.js", "bell.js", "shell.js", "preview.css"}
+// (the node catalog, as a script) is made from package uicatalog, and
+// app.js is the bundle of the web host's entry (bundleFile).
+var staticFiles = []string{"preview.css"}
+
+// bundleFile is the static file that serves the bundle of a page's entry.
+func bundleFile(entry string) string {
+	if entry != "shell.js" {
+		panic("assets: only the web host's entry (shell.js) is served as a file, not " + entry)
+	}
+	return "app.js"
+}
 
 var statics = sync.OnceValue(func() struct {
 	byHashed map[string]*Static
@@ -66,6 +75,7 @@ var statics = sync.OnceValue(func() struct {
 	for _, name := range staticFiles {
 		add(name, []byte(Text(name)))
 	}
+	add(bundleFile("shell.js"), []byte(Bundle("shell.js")))
 	font, err := files.ReadFile("fonts/" + IconFont)
 	if err != nil {
 		panic("assets: no icon font: " + err.Error())
@@ -79,7 +89,7 @@ var statics = sync.OnceValue(func() struct {
 	return out
 })
 
-// StaticName returns the hashed name a static file (such as "runtime.js"
+// StaticName returns the hashed name a static file (such as "app.js"
 // or "catalog.js") is served under. It panics on a name that is not one.
 func StaticName(name string) string {
 	h, ok := statics().hashed[name]

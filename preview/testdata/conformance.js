@@ -7,7 +7,8 @@
 'use strict';
 const fs = require('fs');
 const [coreFile, bindingFile, keysFile, storageFile, inputFile] = process.argv.slice(2);
-const core = require(require('path').resolve(coreFile));
+const { pathToFileURL } = require('url');
+import(pathToFileURL(require('path').resolve(coreFile)).href).then(({ core }) => {
 const read = (f) => JSON.parse(fs.readFileSync(f, 'utf8'));
 const out = {};
 
@@ -142,3 +143,4 @@ function judgeStorage(r, want) {
 }
 
 process.stdout.write(JSON.stringify(out));
+});

@@ -1,10 +1,8 @@
 // The rules of the host cache (preview/assets/hostcache.js), without a page:
-// node --test preview/testdata/hostcache.test.js (TestHostCacheRules runs it).
-'use strict';
-const test = require('node:test');
-const assert = require('node:assert/strict');
-const path = require('node:path');
-const hc = require(path.join(__dirname, '..', 'assets', 'hostcache.js'));
+// node --test preview/testdata/hostcache.test.mjs (TestHostCacheRules runs it).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import * as hc from '../assets/hostcache.js';
 
 // deferred is a call whose answer the test gives.
 function deferred() {
