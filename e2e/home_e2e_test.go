@@ -234,7 +234,8 @@ func TestAppHome(t *testing.T) {
 // takes 0.3 s.
 func TestAppHomeTimersAndGenerations(t *testing.T) {
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
-	h := newHost(t, b)
+	pub := NewPublisher(t)
+	h := &host{Server: Start(t, b.DSN, pub.Dir, "--run-timeout", "20s"), pub: pub}
 	alice := h.user(t, "alice", false)
 	edit := func(home string) (map[string]any, map[string]string) {
 		m, files := appNotes(t, func(f map[string]string) {
@@ -249,7 +250,7 @@ func TestAppHomeTimersAndGenerations(t *testing.T) {
 	home := func(label string) string {
 		return `{"ui_schema": 2, "description": "Ticks.", "data_sources": [
 			{"id": "notes", "capability": "host.storage.list", "trigger": "load", "refresh_seconds": 30, "arguments": {"namespace": "notes", "limit": 5}},
-			{"id": "slow", "capability": "notes.slow", "trigger": "manual"}],
+			{"id": "slow", "capability": "notes.slow", "trigger": "manual", "arguments": {"ms": 12000}}],
 			"view": {"type": "column", "children": [{"type": "text", "props": {"text": "` + label + ` {{data.notes.summary}}"}},
 			{"type": "button", "props": {"label": "Ask slowly", "action": {"type": "refresh", "source": "slow"}}},
 			{"type": "text", "props": {"text": "slow: {{data.slow.summary}}"}}]}}`
@@ -296,8 +297,9 @@ func TestAppHomeTimersAndGenerations(t *testing.T) {
 	p.Eval(`window.pluginhostShell.home(); true`, nil)
 	waitUntil(p, `!document.getElementById("ph-home").hidden`, 10*time.Second)
 
-	// An answer asked before an update arrives after it: discarded, and the
-	// card shows the new version.
+	// An answer asked before an update arrives after it (the capability takes
+	// 12 s, the update far less, even under the race detector): discarded,
+	// and the card shows the new version.
 	p.ClickText("button", "Ask slowly")
 	waitUntil(p, `window.pluginhostPreview.events().some(function (e) { return e.type === "source_load" && e.source === "slow"; })`, 10*time.Second)
 	m2, files2 := edit(home("v2"))
