@@ -9,6 +9,7 @@
 package changes
 
 import (
+	"context"
 	"sync"
 
 	"pluginhost/models"
@@ -101,30 +102,57 @@ func (b *Bus) Subscribers() int {
 	return n
 }
 
-// Keys is a Sink that takes the keys of one internal operation (a user's
-// notifications, rendered responses) off the bus into C. It never blocks:
-// when C's reader falls behind, the oldest keys are dropped.
-type Keys struct {
-	Op string
-	C  chan string
+// Follow streams, until ctx ends, get's answer for each key of operation op
+// published on topic (a user's notifications, rendered responses), from
+// every replica; a key get cannot read (gone since) is skipped. It never
+// holds a publisher back: while the reader is behind, up to queue keys wait
+// and older ones are dropped.
+func Follow[T any](ctx context.Context, b *Bus, topic, op string, queue int, get func(ctx context.Context, key string) (T, error)) <-chan T {
+	k := &keys{op: op, c: make(chan string, queue)}
+	b.Watch(topic, k)
+	out := make(chan T, 1)
+	go func() {
+		defer close(out)
+		defer b.Unwatch(topic, k)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case key := <-k.c:
+				v, err := get(ctx, key)
+				if err != nil {
+					continue
+				}
+				select {
+				case out <- v:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
 }
 
-// NewKeys returns a Keys of operation op that holds up to n keys.
-func NewKeys(op string, n int) *Keys { return &Keys{Op: op, C: make(chan string, n)} }
+// keys is Follow's sink: the keys of one operation, the oldest dropped
+// when full.
+type keys struct {
+	op string
+	c  chan string
+}
 
-// Deliver queues the change's key when it is of the operation.
-func (k *Keys) Deliver(c models.StorageChange) {
-	if c.Operation != k.Op || c.Key == nil {
+func (k *keys) Deliver(c models.StorageChange) {
+	if c.Operation != k.op || c.Key == nil {
 		return // a resynchronisation between replicas says nothing here
 	}
 	for {
 		select {
-		case k.C <- *c.Key:
+		case k.c <- *c.Key:
 			return
 		default:
 		}
 		select {
-		case <-k.C:
+		case <-k.c:
 		default:
 		}
 	}

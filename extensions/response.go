@@ -238,6 +238,11 @@ func (s *Service) hasContainer(ctx context.Context, userID, messageID string) (b
 // result for the response surface.
 const KeepRendered = 50
 
+// renderedQueue is how many rendered responses a subscription holds for a
+// slow client; beyond it the oldest news is dropped (renderedResponses has
+// them all).
+const renderedQueue = 16
+
 // ResponseTopic is the bus key of a user's rendered responses.
 func ResponseTopic(userID string) string { return "responses:" + userID }
 
@@ -273,31 +278,14 @@ func (s *Service) rendered(ctx context.Context, userID, messageID string, first 
 }
 
 // SubscribeRendered streams the responses rendered for the user from now
-// on, from every replica, until ctx ends.
+// on, from every replica, until ctx ends; one whose Instance is gone or
+// disabled since is skipped.
 func (s *Service) SubscribeRendered(ctx context.Context, userID string) <-chan *models.RenderedResponse {
-	f := changes.NewKeys(models.OpResponse, 16)
-	topic := ResponseTopic(userID)
-	s.Bus.Watch(topic, f)
-	out := make(chan *models.RenderedResponse, 1)
-	go func() {
-		defer close(out)
-		defer s.Bus.Unwatch(topic, f)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case id := <-f.C:
-				list, err := s.rendered(ctx, userID, id, 1)
-				if err != nil || len(list) == 0 {
-					continue // its Instance is gone or disabled since
-				}
-				select {
-				case out <- &list[0]:
-				case <-ctx.Done():
-					return
-				}
-			}
+	return changes.Follow(ctx, s.Bus, ResponseTopic(userID), models.OpResponse, renderedQueue, func(ctx context.Context, messageID string) (*models.RenderedResponse, error) {
+		list, err := s.rendered(ctx, userID, messageID, 1)
+		if err != nil || len(list) == 0 {
+			return nil, fmt.Errorf("rendered response %q: not shown (%v)", messageID, err)
 		}
-	}()
-	return out
+		return &list[0], nil
+	})
 }

@@ -584,31 +584,9 @@ func orEmptyObject(raw json.RawMessage) json.RawMessage {
 const feedQueue = 16
 
 // Subscribe streams the user's new notifications, from every replica,
-// until ctx ends.
+// until ctx ends; one replaced or dropped since it was announced is skipped.
 func (s *Service) Subscribe(ctx context.Context, userID string) <-chan *Notification {
-	f := changes.NewKeys(models.OpNotification, feedQueue)
-	topic := Topic(userID)
-	s.Bus.Watch(topic, f)
-	out := make(chan *Notification, 1)
-	go func() {
-		defer close(out)
-		defer s.Bus.Unwatch(topic, f)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case id := <-f.C:
-				n, err := s.Get(ctx, userID, id)
-				if err != nil {
-					continue // replaced or dropped since: nothing to show
-				}
-				select {
-				case out <- n:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return out
+	return changes.Follow(ctx, s.Bus, Topic(userID), models.OpNotification, feedQueue, func(ctx context.Context, id string) (*Notification, error) {
+		return s.Get(ctx, userID, id)
+	})
 }

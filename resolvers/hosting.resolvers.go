@@ -121,16 +121,10 @@ func (r *renderedResponseResolver) CreatedAt(ctx context.Context, obj *models.Re
 }
 
 func (r *subscriptionResolver) ResponseRendered(ctx context.Context) (<-chan *models.RenderedResponse, error) {
-	user, err := auth.Require(ctx)
+	user, err := r.subscriber(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// It counts toward the connection's and the user's subscriptions.
-	release, err := r.Live.Hold(ctx, user.ID)
-	if err != nil {
-		return nil, err
-	}
-	context.AfterFunc(ctx, release)
 	return r.UI.SubscribeRendered(ctx, user.ID), nil
 }
 

@@ -7,7 +7,6 @@ package resolvers
 
 import (
 	"context"
-	"pluginhost/auth"
 	"pluginhost/graph"
 	"pluginhost/models"
 	"pluginhost/notify"
@@ -55,16 +54,10 @@ func (r *queryResolver) Notifications(ctx context.Context, unreadOnly *bool, fir
 }
 
 func (r *subscriptionResolver) NotificationAdded(ctx context.Context) (<-chan *notify.Notification, error) {
-	user, err := auth.Require(ctx)
+	user, err := r.subscriber(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// It counts toward the connection's and the user's subscriptions.
-	release, err := r.Live.Hold(ctx, user.ID)
-	if err != nil {
-		return nil, err
-	}
-	context.AfterFunc(ctx, release)
 	return r.Notify.Subscribe(ctx, user.ID), nil
 }
 

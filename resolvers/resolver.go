@@ -3,6 +3,7 @@
 package resolvers
 
 import (
+	"context"
 	"log/slog"
 
 	"pluginhost/aitools"
@@ -12,6 +13,7 @@ import (
 	"pluginhost/extensions"
 	"pluginhost/lifecycle"
 	"pluginhost/live"
+	"pluginhost/models"
 	"pluginhost/notify"
 	"pluginhost/schedule"
 	"pluginhost/storage"
@@ -35,4 +37,20 @@ type Resolver struct {
 	// Notify keeps the notifications plugins send the viewer.
 	Notify *notify.Service
 	Log    *slog.Logger
+}
+
+// subscriber authenticates a subscription of the viewer's own (not of one
+// Instance) and counts it toward the connection's and the user's
+// subscriptions until ctx ends.
+func (r *Resolver) subscriber(ctx context.Context) (*models.User, error) {
+	user, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	release, err := r.Live.Hold(ctx, user.ID)
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, release)
+	return user, nil
 }
