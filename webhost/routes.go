@@ -89,43 +89,36 @@ const preloadedCards = 12
 // first preloadedCards), so that the page starts without a request. Nil when
 // the answer is not data (the page then asks itself).
 func (s *Server) home(ctx context.Context, user *models.User, credential string) (json.RawMessage, []Card) {
-	out := s.Execute(ctx, user, HomeQuery, nil)
 	var answer struct {
-		Data struct {
-			Installations []struct {
-				Instances []struct {
-					ID      string
-					Enabled bool
-				}
-				Extensions []struct {
-					ID, Point string
-					Placement *string
-				}
-			}
-		}
+		Data   json.RawMessage
 		Errors []json.RawMessage
 	}
-	var raw struct {
-		Data json.RawMessage
+	var home struct {
+		Installations []struct {
+			Instances []struct {
+				ID      string
+				Enabled bool
+			}
+			Extensions []struct {
+				ID, Point string
+				Placement *string
+			}
+		}
 	}
-	if json.Unmarshal(out, &answer) != nil || json.Unmarshal(out, &raw) != nil || len(answer.Errors) > 0 || raw.Data == nil {
+	if json.Unmarshal(s.Execute(ctx, user, HomeQuery, nil), &answer) != nil || len(answer.Errors) > 0 || json.Unmarshal(answer.Data, &home) != nil {
 		return nil, nil
 	}
 	cards := []Card{}
-	for _, instl := range answer.Data.Installations {
+	for _, instl := range home.Installations {
 		for _, inst := range instl.Instances {
 			for _, e := range instl.Extensions {
-				if e.Point != "home" || (e.Placement != nil && *e.Placement == "hidden") || !inst.Enabled {
-					continue
+				if len(cards) < preloadedCards && inst.Enabled && e.Point == "home" && (e.Placement == nil || *e.Placement != "hidden") {
+					cards = append(cards, Card{InstanceID: inst.ID, Extension: e.ID, Preload: s.preload(ctx, user, credential, inst.ID, e.ID)})
 				}
-				if len(cards) == preloadedCards {
-					return redact(raw.Data, credential), cards
-				}
-				cards = append(cards, Card{InstanceID: inst.ID, Extension: e.ID, Preload: s.preload(ctx, user, credential, inst.ID, e.ID)})
 			}
 		}
 	}
-	return redact(raw.Data, credential), cards
+	return redact(answer.Data, credential), cards
 }
 
 // first sends /app/{instance} to the Instance's first screen (where an OAuth

@@ -88,21 +88,29 @@ type Preload struct {
 // ServeScreen writes the page of one extension of one Instance; preload,
 // when not nil, is the answer to StartQuery for the page's user.
 func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, extension string, preload *Preload) {
+	serveShell(w, v, extension+" · pluginhost", Inspector(r, v), shellConfig(nil, nil), map[string]any{
+		"instance_id": instanceID,
+		"extension":   extension,
+		"graphql":     endpoint(instanceID, "graphql"),
+		"images":      endpoint(instanceID, "ui-images:fetch"),
+		"route":       routeParams(r),
+		"start_query": StartQuery,
+		"preload":     preload,
+	})
+}
+
+// serveShell writes a page of the shell: the home, or with live (the
+// extension the page opens) a screen.
+func serveShell(w http.ResponseWriter, v Viewer, title string, inspector bool, shell, live map[string]any) {
 	bundle := map[string]any{
 		"icon_font": true,
 		"themes":    preview.Themes(),
 		"screens":   preview.ScreenSizes(),
-		"inspector": Inspector(r, v),
-		"shell":     shellConfig(nil, nil),
-		"live": map[string]any{
-			"instance_id": instanceID,
-			"extension":   extension,
-			"graphql":     endpoint(instanceID, "graphql"),
-			"images":      endpoint(instanceID, "ui-images:fetch"),
-			"route":       routeParams(r),
-			"start_query": StartQuery,
-			"preload":     preload,
-		},
+		"inspector": inspector,
+		"shell":     shell,
+	}
+	if live != nil {
+		bundle["live"] = live
 	}
 	raw, err := json.Marshal(bundle)
 	if err != nil {
@@ -110,7 +118,7 @@ func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, e
 		return
 	}
 	page := assets.Page{
-		Title:     extension + " · pluginhost",
+		Title:     title,
 		CSS:       appCSS(),
 		BodyClass: "ph-webhost",
 		Nav:       nav(v),
@@ -145,29 +153,7 @@ func shellConfig(home json.RawMessage, cards []Card) map[string]any {
 // ServeHome writes the home: home, when not nil, is the data of the answer
 // to HomeQuery, and cards the home extensions it lists with their starts.
 func ServeHome(w http.ResponseWriter, r *http.Request, v Viewer, home json.RawMessage, cards []Card) {
-	bundle := map[string]any{
-		"icon_font": true,
-		"themes":    preview.Themes(),
-		"screens":   preview.ScreenSizes(),
-		"inspector": false,
-		"shell":     shellConfig(home, cards),
-	}
-	raw, err := json.Marshal(bundle)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	page := assets.Page{
-		Title:     "pluginhost",
-		CSS:       appCSS(),
-		BodyClass: "ph-webhost",
-		Nav:       nav(v),
-		NoScript:  "The web host needs JavaScript.",
-		Entry:     "shell.js",
-		Assets:    AssetsPath,
-		Bundle:    raw,
-	}
-	write(w, page.Bytes())
+	serveShell(w, v, "pluginhost", false, shellConfig(home, cards), nil)
 }
 
 // nav is the web host's navigation bar: back to the list, the bell, who is

@@ -50,7 +50,7 @@ func TestServeScreen(t *testing.T) {
 			if strings.Contains(body, hostile) {
 				t.Fatal("the instance id closed the script element")
 			}
-			if !strings.Contains(body, `src="/app/assets/`+assets.StaticName("app.js")+`"`) || strings.Contains(body, "fixtures") {
+			if !strings.Contains(body, `src="/app/assets/`+assets.StaticName("shell.js")+`"`) || strings.Contains(body, "fixtures") {
 				t.Fatal("the page does not link the web host's bundle alone")
 			}
 			// No inline script: every script element is data or a static file.
@@ -103,15 +103,15 @@ func TestServeHome(t *testing.T) {
 func TestAssets(t *testing.T) {
 	mux := http.NewServeMux()
 	(&Server{}).Mount(mux)
-	name := assets.StaticName("app.js")
+	name := assets.StaticName("shell.js")
 	for _, tc := range []struct {
 		name, path, encoding string
 		status               int
 	}{
 		{"gzip", "/app/assets/" + name, "gzip, br", 200},
 		{"identity", "/app/assets/" + name, "", 200},
-		{"the unhashed name", "/app/assets/app.js", "", 404},
-		{"another hash", "/app/assets/app.000000000000.js", "", 404},
+		{"the unhashed name", "/app/assets/shell.js", "", 404},
+		{"another hash", "/app/assets/shell.000000000000.js", "", 404},
 		{"a module, not a served file", "/app/assets/runtime.js", "", 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

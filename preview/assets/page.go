@@ -124,7 +124,7 @@ func (p *Page) linked() []byte {
 	out.WriteString(`<script type="application/json" id="ph-bundle">`)
 	ScriptSafe.WriteString(&out, string(p.Bundle))
 	out.WriteString("</script>\n")
-	for _, name := range []string{"catalog.js", bundleFile(p.Entry)} {
+	for _, name := range []string{"catalog.js", p.Entry} {
 		out.WriteString(`<script src="` + p.Assets + StaticName(name) + "\"></script>\n")
 	}
 	out.WriteString("</body>\n</html>\n")

@@ -16,7 +16,7 @@ import (
 // Static is a file the web host serves under its assets path, named by its
 // content's hash, so that it can be cached for good.
 type Static struct {
-	Name        string // the hashed name, such as "app.3f2a9c1b7d4e.js"
+	Name        string // the hashed name, such as "shell.3f2a9c1b7d4e.js"
 	ContentType string
 	Body        []byte
 	Gzip        []byte // Body gzip-compressed; nil for a file compressed already
@@ -29,16 +29,11 @@ const IconFont = "material-symbols-outlined.woff2"
 
 // staticFiles are the embedded files served as static assets; catalog.js
 // (the node catalog, as a script) is made from package uicatalog, and
-// app.js is the bundle of the web host's entry (bundleFile).
+// linkedEntries are served as their bundles, under their own names.
 var staticFiles = []string{"preview.css"}
 
-// bundleFile is the static file that serves the bundle of a page's entry.
-func bundleFile(entry string) string {
-	if entry != "shell.js" {
-		panic("assets: only the web host's entry (shell.js) is served as a file, not " + entry)
-	}
-	return "app.js"
-}
+// linkedEntries are the entry modules of pages that link their scripts.
+var linkedEntries = []string{"shell.js"}
 
 var statics = sync.OnceValue(func() struct {
 	byHashed map[string]*Static
@@ -75,7 +70,9 @@ var statics = sync.OnceValue(func() struct {
 	for _, name := range staticFiles {
 		add(name, []byte(Text(name)))
 	}
-	add(bundleFile("shell.js"), []byte(Bundle("shell.js")))
+	for _, entry := range linkedEntries {
+		add(entry, []byte(Bundle(entry)))
+	}
 	font, err := files.ReadFile("fonts/" + IconFont)
 	if err != nil {
 		panic("assets: no icon font: " + err.Error())
@@ -89,7 +86,7 @@ var statics = sync.OnceValue(func() struct {
 	return out
 })
 
-// StaticName returns the hashed name a static file (such as "app.js"
+// StaticName returns the hashed name a static file (such as "shell.js"
 // or "catalog.js") is served under. It panics on a name that is not one.
 func StaticName(name string) string {
 	h, ok := statics().hashed[name]
