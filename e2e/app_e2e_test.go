@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -70,12 +69,7 @@ func installApp(t testing.TB, h *host, c *Client, m any, files map[string]string
 // (the token as the password), recording every request the page sends.
 func openApp(t testing.TB, c *Client, path string) *browser.Page {
 	t.Helper()
-	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:"+c.Token))
-	p := browser.Shared(t).Open(t, "about:blank", map[string]string{"Authorization": basic})
-	p.RecordRequests()
-	p.Do("Page.navigate", map[string]any{"url": c.URL + path})
-	p.WaitFor(`location.pathname === ` + fmt.Sprintf("%q", strings.SplitN(path, "?", 2)[0]) + ` && document.readyState === "complete"`)
-	return p
+	return openAppWith(t, c, path, "")
 }
 
 func pageText(p *browser.Page) string {
@@ -115,6 +109,23 @@ func appEvents(t testing.TB, p *browser.Page, typ string) []map[string]any {
 	var out []map[string]any
 	for _, e := range all {
 		if e["type"] == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// eventsWith returns the page's events of type typ that have every member
+// of want.
+func eventsWith(t testing.TB, p *browser.Page, typ string, want map[string]any) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, e := range appEvents(t, p, typ) {
+		match := true
+		for k, v := range want {
+			match = match && e[k] == v
+		}
+		if match {
 			out = append(out, e)
 		}
 	}
@@ -327,13 +338,7 @@ func TestAppCacheAndImages(t *testing.T) {
 	waitText(p, "cat: a cat")
 	// The notes source of the screen is the home's: same Instance,
 	// capability and arguments. It is taken from the cache, not run again.
-	var cached bool
-	for _, e := range appEvents(t, p, "source_result") {
-		if e["extension"] == "main" && e["source"] == "notes" && e["cached"] == "cache" {
-			cached = true
-		}
-	}
-	if !cached {
+	if len(eventsWith(t, p, "source_result", map[string]any{"extension": "main", "source": "notes", "cached": "cache"})) == 0 {
 		t.Fatalf("the screen's notes source was not served from the cache: %v", appEvents(t, p, "source_result"))
 	}
 	for _, e := range appEvents(t, p, "source_load") {
@@ -680,10 +685,8 @@ func TestAppSlowAnswerDiscarded(t *testing.T) {
 	p.ClickText("button", "Done")
 	waitText(p, "Last opened: milk")
 	waitUntil(p, `window.pluginhostPreview.events().some(function(e){return e.type==="discarded" && e.source==="slow" && e.reason==="the screen was closed"})`, 30*time.Second)
-	for _, e := range appEvents(t, p, "source_result") {
-		if e["source"] == "slow" {
-			t.Fatalf("the late answer was used: %v", e)
-		}
+	if used := eventsWith(t, p, "source_result", map[string]any{"source": "slow"}); len(used) > 0 {
+		t.Fatalf("the late answer was used: %v", used)
 	}
 	if r := p.EvalString(`window.pluginhostPreview.route().extension`); r != "main" {
 		t.Fatalf("route %s after the late answer", r)

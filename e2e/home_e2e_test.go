@@ -30,7 +30,8 @@ func appTasks(t testing.TB) (map[string]any, map[string]string) {
 	return m, files
 }
 
-// openAppWith is openApp with a script that runs in the page before its own.
+// openAppWith is openApp with a script that runs in the page before its own
+// (none when empty).
 func openAppWith(t testing.TB, c *Client, path, script string) *browser.Page {
 	t.Helper()
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:"+c.Token))
@@ -160,13 +161,7 @@ func TestAppHome(t *testing.T) {
 	if n := sourceCalls(t, p, notes[0], "host.storage.list"); n != 1 {
 		t.Fatalf("the screen called the source the card had: %d calls", n)
 	}
-	var cached bool
-	for _, e := range appEvents(t, p, "source_result") {
-		if e["surface"] == "screen" && e["source"] == "notes" && e["cached"] == "cache" {
-			cached = true
-		}
-	}
-	if !cached {
+	if len(eventsWith(t, p, "source_result", map[string]any{"surface": "screen", "source": "notes", "cached": "cache"})) == 0 {
 		t.Fatalf("the screen's notes did not come from the cache: %v", appEvents(t, p, "source_result"))
 	}
 
@@ -264,13 +259,7 @@ func TestAppHomeTimersAndGenerations(t *testing.T) {
 	p.WaitFor(homeReady)
 	waitText(p, "v1")
 	ticks := func() int {
-		n := 0
-		for _, e := range appEvents(t, p, "source_load") {
-			if e["reason"] == "refresh_seconds" && e["surface"] == "home" {
-				n++
-			}
-		}
-		return n
+		return len(eventsWith(t, p, "source_load", map[string]any{"reason": "refresh_seconds", "surface": "home"}))
 	}
 	waitUntil(p, `window.pluginhostPreview.events().filter(function (e) { return e.reason === "refresh_seconds"; }).length >= 3`, 15*time.Second)
 
@@ -463,13 +452,7 @@ func TestAppInvokeStoreShared(t *testing.T) {
 	if n := sourceCalls(t, p, ids[0], "notes.count"); n != 2 {
 		t.Fatalf("%d calls of notes.count, want 2: the card's first load and the recount", n)
 	}
-	var shared bool
-	for _, e := range appEvents(t, p, "source_result") {
-		if e["surface"] == "home" && e["source"] == "stats" && e["cached"] == "shared" && e["summary"] == "2 notes" {
-			shared = true
-		}
-	}
-	if !shared {
+	if len(eventsWith(t, p, "source_result", map[string]any{"surface": "home", "source": "stats", "cached": "shared", "summary": "2 notes"})) == 0 {
 		t.Fatalf("the card did not take the stored result: %v", appEvents(t, p, "source_result"))
 	}
 }

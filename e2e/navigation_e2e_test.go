@@ -101,6 +101,17 @@ func TestNavigationPersist(t *testing.T) {
 	alice.Must(t, set, map[string]any{"i": ids[0], "e": "byindex", "v": map[string]any{"$navigation": 0}}, nil)
 }
 
+// hideDetail gives the test plugin's detail screen placement hidden.
+func hideDetail(t testing.TB, files map[string]string) {
+	var c map[string]any
+	if err := json.Unmarshal([]byte(files["ui/detail.json"]), &c); err != nil {
+		t.Fatal(err)
+	}
+	c["placement"] = "hidden"
+	b, _ := json.Marshal(c)
+	files["ui/detail.json"] = string(b)
+}
+
 // The app fills the window at every width, with the size class the width
 // gives; the list names the plugin and its screens; a hidden extension is
 // neither listed nor opened by URL, yet the plugin's own navigate reaches it.
@@ -108,13 +119,7 @@ func TestAppFillsWindowAndPlacement(t *testing.T) {
 	testenv.Chromium(t)
 	h := newHost(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
 	alice := h.user(t, "alice", false)
-	m, files := appNotes(t, func(f map[string]string) {
-		var c map[string]any
-		json.Unmarshal([]byte(f["ui/detail.json"]), &c)
-		c["placement"] = "hidden"
-		b, _ := json.Marshal(c)
-		f["ui/detail.json"] = string(b)
-	})
+	m, files := appNotes(t, func(f map[string]string) { hideDetail(t, f) })
 	_, ids := installApp(t, h, alice, m, files, 1)
 	alice.Must(t, createNote, map[string]any{"i": ids[0], "k": "milk", "v": map[string]any{"text": "milk"}}, nil)
 
@@ -177,11 +182,7 @@ func TestAppPlacement(t *testing.T) {
 		return `{"ui_schema": 2, "description": "` + description + `", "placement": "` + placement + `", "view": {"type": "text", "props": {"text": "This is ` + description + `"}}}`
 	}
 	m, files := appNotes(t, func(f map[string]string) {
-		var c map[string]any
-		json.Unmarshal([]byte(f["ui/detail.json"]), &c)
-		c["placement"] = "hidden"
-		b, _ := json.Marshal(c)
-		f["ui/detail.json"] = string(b)
+		hideDetail(t, f)
 		f["manifest.json"] = strings.Replace(f["manifest.json"], `{"id": "detail", "point": "screen", "config": "ui/detail.json"}`,
 			`{"id": "detail", "point": "screen", "config": "ui/detail.json"}, {"id": "about", "point": "screen", "config": "ui/about.json"}, {"id": "settings", "point": "screen", "config": "ui/settings.json"}`, 1)
 	})

@@ -11,18 +11,12 @@
 // change empties its Instance's entries and starts a new epoch: answers of
 // the older one are discarded.
 
-function isObject(v) { return v !== null && typeof v === 'object' && !Array.isArray(v); }
+import { core } from './core.js';
 
-// stable is JSON with object keys sorted: equal values, equal text.
-export function stable(v) {
-  if (Array.isArray(v)) return '[' + v.map(stable).join(',') + ']';
-  if (isObject(v)) return '{' + Object.keys(v).sort().map(function (k) { return JSON.stringify(k) + ':' + stable(v[k]); }).join(',') + '}';
-  return JSON.stringify(v === undefined ? null : v);
-}
-
-// key is the cache key of a call.
+// key is the cache key of a call: JSON with sorted object keys, so that
+// equal arguments make equal keys.
 export function key(instance, capability, query, args) {
-  return stable([instance, capability, query === undefined ? null : query, args === undefined ? {} : args]);
+  return core.writeJSON([instance, capability, query === undefined ? null : query, args === undefined ? {} : args]);
 }
 
 // isStorage reports whether a capability reads the Instance's storage, so
@@ -46,10 +40,14 @@ Cache.prototype.result = function (k) {
   return e && e.result ? e.result : null;
 };
 
-// pending reports whether a call for the key is under way.
-Cache.prototype.pending = function (k) {
+// entry returns the key's entry, made empty when it has none.
+Cache.prototype.entry = function (k, instance, capability) {
   var e = this.entries.get(k);
-  return !!(e && e.pending);
+  if (!e) {
+    e = { instance: instance, capability: capability, result: null, pending: null, revision: -1 };
+    this.entries.set(k, e);
+  }
+  return e;
 };
 
 // load returns {promise, shared} for a call of key: the call under way
@@ -64,10 +62,7 @@ Cache.prototype.load = function (k, instance, capability, call, opts) {
   var e = this.entries.get(k);
   var rev = opts.revision === undefined || opts.revision === null ? -1 : opts.revision;
   if (e && e.pending && !opts.fresh && e.revision >= rev) return { promise: e.pending, shared: true };
-  if (!e) {
-    e = { instance: instance, capability: capability, result: null, pending: null, revision: -1 };
-    this.entries.set(k, e);
-  }
+  e = this.entry(k, instance, capability);
   var epoch = this.epoch(instance);
   this.calls++;
   e.revision = rev;
@@ -90,11 +85,7 @@ Cache.prototype.load = function (k, instance, capability, call, opts) {
 // put keeps a result the host already has (a response's tool result, an
 // invoke's stored result) and publishes it to every subscriber but origin.
 Cache.prototype.put = function (k, instance, capability, result, origin) {
-  var e = this.entries.get(k);
-  if (!e) {
-    e = { instance: instance, capability: capability, result: null, pending: null, revision: -1 };
-    this.entries.set(k, e);
-  }
+  var e = this.entry(k, instance, capability);
   e.result = { result: result };
   this.publish(k, e.result, origin);
 };

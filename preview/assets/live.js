@@ -84,7 +84,7 @@ export function Connection(graphql) {
         tries = 0;
         Object.keys(subs).forEach(function (k) { subscribeMessage(k, subs[k]); });
         send({ id: 'n', type: 'subscribe', payload: { query: 'subscription { notificationAdded { ' + notificationFields + ' } }' } });
-        if (onResponse) send({ id: 'r', type: 'subscribe', payload: { query: 'subscription { responseRendered { ' + responseFields + ' } }' } });
+        if (onResponse) subscribeResponses();
         // Whatever came while the socket was away: the bell reads again.
         onNotification(null);
         return;
@@ -163,12 +163,15 @@ export function Connection(graphql) {
     watch: function (fn) { onNotification = fn; connect(); }
   };
 
+  function subscribeResponses() {
+    send({ id: 'r', type: 'subscribe', payload: { query: 'subscription { responseRendered { ' + responseFields + ' } }' } });
+  }
   // watchResponses hears each response UI rendered for the viewer from
   // now on (fields: the RenderedResponse fields to ask for).
   function watchResponses(fields, fn) {
     onResponse = fn;
     responseFields = fields;
-    send({ id: 'r', type: 'subscribe', payload: { query: 'subscription { responseRendered { ' + responseFields + ' } }' } });
+    subscribeResponses();
     connect();
   }
 

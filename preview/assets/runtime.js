@@ -2003,5 +2003,5 @@ export function Runtime(opts) {
   });
 
   if (opts.api) window.pluginhostPreview = api;
-  return { api: api, destroy: destroy, instance: host.instance };
+  return { api: api, destroy: destroy };
 }

@@ -46,6 +46,37 @@ function imagesOf(instanceID) { return '/app/' + enc(instanceID) + '/-/ui-images
 function bundleFor(live, inspector) {
   return { icon_font: bundle.icon_font, themes: bundle.themes, screens: bundle.screens, inspector: !!inspector, live: live };
 }
+// offers reports whether the page offers an extension to open: a screen or
+// home extension whose placement is not hidden (those open only from the
+// plugin's own screens).
+function offers(point, placement) { return (point === 'screen' || point === 'home') && placement !== 'hidden'; }
+// liveFor is what a surface's host needs to open extension of an Instance
+// on this page.
+function liveFor(instanceID, extension, route, preload) {
+  return {
+    instance_id: instanceID, extension: extension, graphql: cfg.graphql, images: imagesOf(instanceID),
+    route: route || {}, start_query: cfg.start_query, preload: preload || null
+  };
+}
+// embed draws a surface of the home (a card, a response) in root; its
+// navigate opens the page's screen.
+function embed(root, surface, live) {
+  return Runtime({
+    makeHost: makeHost,
+    root: root, bundle: bundleFor(live, false), cache: cache, events: events, surface: surface,
+    shown: function () { return !homeEl.hidden; },
+    onNavigate: function (target, params) { openScreen(live.instance_id, target, params, true); }
+  });
+}
+// inPage makes a link's plain click open its target in the page (open);
+// a click that asks for a new tab or window does what the browser does.
+function inPage(a, open) {
+  a.addEventListener('click', function (ev) {
+    if (ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+    ev.preventDefault();
+    open();
+  });
+}
 function idleOf(list) {
   return Promise.all(list.map(function (r) { return r.api.idle(); })).then(function () { return true; });
 }
@@ -64,10 +95,7 @@ var homeAPI = {
 // live, when given, is the server's start for it (the page's own).
 function openScreen(instanceID, extension, params, push, live) {
   closeScreen();
-  live = live || {
-    instance_id: instanceID, extension: extension, graphql: cfg.graphql, images: imagesOf(instanceID),
-    route: params || {}, start_query: cfg.start_query, preload: null
-  };
+  live = live || liveFor(instanceID, extension, params, null);
   homeEl.hidden = true;
   appEl.hidden = false;
   appEl.textContent = '';
@@ -94,10 +122,7 @@ function openScreen(instanceID, extension, params, push, live) {
 // from the plugin's own screens).
 function pluginBar(instanceID, exts, current) {
   barEl.textContent = '';
-  var offered = exts.filter(function (e) {
-    var p = (e.config && e.config.placement) || 'auto';
-    return (e.point === 'screen' || e.point === 'home') && p !== 'hidden';
-  });
+  var offered = exts.filter(function (e) { return offers(e.point, e.config && e.config.placement); });
   barEl.hidden = offered.length < 2;
   var more = null;
   offered.forEach(function (e) {
@@ -106,11 +131,7 @@ function pluginBar(instanceID, exts, current) {
     a.setAttribute('data-placement', (e.config && e.config.placement) || 'auto');
     a.setAttribute('data-extension', e.id);
     if (e.id === current) a.setAttribute('aria-current', 'page');
-    a.addEventListener('click', function (ev) {
-      if (ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
-      ev.preventDefault();
-      openScreen(instanceID, e.id, {}, true);
-    });
+    inPage(a, function () { openScreen(instanceID, e.id, {}, true); });
     if (e.config && e.config.placement === 'menu') {
       if (!more) {
         more = el('details', 'ph-plugin-more');
@@ -186,17 +207,9 @@ function showResponse(rr) {
   box.setAttribute('data-response', rr.messageId);
   responsesEl.insertBefore(box, responsesEl.children[1] || null);
   responsesEl.hidden = false;
-  var live = {
-    instance_id: rr.instanceId, extension: rr.extension, graphql: cfg.graphql, images: imagesOf(rr.instanceId),
-    route: {}, start_query: cfg.start_query, preload: null,
-    response: { capability: rr.capability, generation: rr.generation, data: rr.data }
-  };
-  var runtime = Runtime({
-    makeHost: makeHost,
-    root: box, bundle: bundleFor(live, false), cache: cache, events: events, surface: 'response',
-    shown: function () { return !homeEl.hidden; },
-    onNavigate: function (target, params) { openScreen(rr.instanceId, target, params, true); }
-  });
+  var live = liveFor(rr.instanceId, rr.extension, {}, null);
+  live.response = { capability: rr.capability, generation: rr.generation, data: rr.data };
+  var runtime = embed(box, 'response', live);
   responses.unshift({ runtime: runtime, instance: rr.instanceId, extension: rr.extension, message: rr.messageId, box: box });
   while (responses.length > 5) {
     var old = responses.pop();
@@ -229,10 +242,8 @@ function instanceBox(instl, inst, preloads) {
   if (instl.description) box.appendChild(el('p', 'ph-home-desc', instl.description));
   box.appendChild(el('div', 'ph-home-meta' + (inst.enabled ? '' : ' ph-home-off'), 'version ' + instl.version + (inst.enabled ? '' : ' · disabled')));
   var links = el('div', 'ph-home-links');
-  // Screens and home cards the user may open; a hidden one opens only
-  // from the plugin's own screens.
   instl.extensions.forEach(function (e) {
-    if ((e.point !== 'screen' && e.point !== 'home') || e.placement === 'hidden') return;
+    if (!offers(e.point, e.placement)) return;
     var a = el('a', null);
     var ic = iconOf(e.icon);
     if (ic) a.appendChild(ic);
@@ -240,11 +251,7 @@ function instanceBox(instl, inst, preloads) {
     a.title = e.id + ' (' + e.point + ')';
     a.setAttribute('data-extension', e.id);
     a.href = '/app/' + enc(inst.id) + '/' + enc(e.id);
-    a.addEventListener('click', function (ev) {
-      if (ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
-      ev.preventDefault();
-      openScreen(inst.id, e.id, {}, true);
-    });
+    inPage(a, function () { openScreen(inst.id, e.id, {}, true); });
     links.appendChild(a);
   });
   box.appendChild(links);
@@ -254,16 +261,7 @@ function instanceBox(instl, inst, preloads) {
     var card = el('div', 'ph-home-card');
     card.setAttribute('data-home-card', inst.id + '/' + e.id);
     box.appendChild(card);
-    var live = {
-      instance_id: inst.id, extension: e.id, graphql: cfg.graphql, images: imagesOf(inst.id),
-      route: {}, start_query: cfg.start_query, preload: preloads[inst.id + '/' + e.id] || null
-    };
-    var runtime = Runtime({
-      makeHost: makeHost,
-      root: card, bundle: bundleFor(live, false), cache: cache, events: events, surface: 'home',
-      shown: function () { return !homeEl.hidden; },
-      onNavigate: function (target, params) { openScreen(inst.id, target, params, true); }
-    });
+    var runtime = embed(card, 'home', liveFor(inst.id, e.id, {}, preloads[inst.id + '/' + e.id]));
     cards.push({ runtime: runtime, instance: inst.id, extension: e.id });
   });
   return box;
@@ -284,11 +282,7 @@ window.addEventListener('popstate', follow);
 // The bar's link to the home stays in the page.
 var homeLink = document.querySelector('[data-ph-home-link]');
 if (homeLink) {
-  homeLink.addEventListener('click', function (ev) {
-    if (ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
-    ev.preventDefault();
-    if (screen || homeEl.hidden) goHome(true);
-  });
+  inPage(homeLink, function () { if (screen || homeEl.hidden) goHome(true); });
 }
 
 window.pluginhostShell = {

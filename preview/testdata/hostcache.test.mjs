@@ -43,7 +43,7 @@ test('loads of one key share the call under way, and every other surface hears t
   assert.equal((await b.promise).result.summary, '3 notes');
   assert.deepEqual(heard, [[k, '3 notes', 'home']]);
   assert.equal(c.result(k).result.summary, '3 notes');
-  assert.equal(c.pending(k), false);
+  assert.equal(c.entries.get(k).pending, null, 'no call is left under way');
 });
 
 test('a refresh makes a new call even while one is under way', async () => {
