@@ -13,14 +13,17 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"pluginhost/auth"
 	"pluginhost/cli"
 	"pluginhost/egress"
 	"pluginhost/gqlhttp"
@@ -114,12 +117,29 @@ func serveCommand() cli.Command {
 				"CIDR ranges outside public unicast the image proxy and capability fetches may reach, comma-separated (such as 127.0.0.0/8,::1)")
 			egressCA := fs.String("egress-ca", "PLUGINHOST_EGRESS_CA", "", "PEM file of extra certificate authorities the image proxy and capability fetches trust")
 			publicURL := fs.String("public-url", "PLUGINHOST_PUBLIC_URL", "",
-				"the server's address as browsers reach it (https://plugins.example.com), for OAuth redirects; default: the address of each request")
+				"the server's address as browsers reach it (https://plugins.example.com), for OAuth and sign-in redirects; default: the address of each request")
+			oidc := oidcFlags(fs)
+			attempts := signInFlags(fs)
+			proxies := fs.String("trusted-proxies", "PLUGINHOST_TRUSTED_PROXIES", "",
+				"CIDR ranges of the proxies in front of the server, comma-separated: their X-Forwarded-For names the client whose sign-in attempts are counted")
 			return func(ctx context.Context, out cli.IO, args []string) error {
 				tuneRuntime()
 				open, err := egress.ParsePrefixes(*allowPrivate)
 				if err != nil {
 					return cli.Usagef("--egress-allow-private: %v", err)
+				}
+				trusted, err := egress.ParsePrefixes(*proxies)
+				if err != nil {
+					return cli.Usagef("--trusted-proxies: %v", err)
+				}
+				if *publicURL != "" {
+					if u, err := url.Parse(*publicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+						return cli.Usagef("--public-url: %q is not an http or https URL of the server (https://HOST[:PORT][/PATH])", *publicURL)
+					}
+				}
+				idp, err := oidc()
+				if err != nil {
+					return err
 				}
 				ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 				defer stop()
@@ -128,6 +148,7 @@ func serveCommand() cli.Command {
 					MaxSubscriptionsPerConnection: *perConn, MaxSubscriptionsPerUser: *perUser, WebsocketInitTimeout: *initTimeout,
 					Limits: limits(), RunLimits: runLimits(), CompileCache: *compileCache, Background: *background, Revision: cli.Revision(),
 					EgressAllowPrivate: open, EgressCA: *egressCA, PublicURL: *publicURL,
+					OIDC: idp, SignInAttempts: attempts(), TrustedProxies: trusted,
 				}, newLogger(out.Stderr, *level, *format))
 				if err != nil {
 					return err
@@ -138,6 +159,73 @@ func serveCommand() cli.Command {
 				return s.Serve(ctx, *addr, *dsn, server.Shutdown{Delay: *delay, Grace: *grace})
 			}
 		},
+	}
+}
+
+// oidcFlags defines the flags of the operator's identity provider; the
+// function returned reads and checks them after parsing.
+func oidcFlags(fs *cli.FlagSet) func() (server.OIDC, error) {
+	issuer := fs.String("oidc-issuer", "PLUGINHOST_OIDC_ISSUER", "",
+		"OpenID Connect issuer whose JWTs are accepted as bearer tokens (https://id.example.com/realms/main; http only on loopback)")
+	audience := fs.String("oidc-audience", "PLUGINHOST_OIDC_AUDIENCE", "",
+		"audiences accepted in the issuer's tokens (aud), comma-separated; needed with --oidc-issuer")
+	admin := fs.String("oidc-admin-claim", "PLUGINHOST_OIDC_ADMIN_CLAIM", "",
+		"NAME=VALUE: users whose claim NAME equals or contains VALUE are admins, decided on every token (groups=pluginhost-admins)")
+	clientID := fs.String("oidc-client-id", "PLUGINHOST_OIDC_CLIENT_ID", "",
+		"client id at the issuer: the web host's sign-in page offers signing in with it (redirect URI: PUBLIC_URL/app/oidc/callback)")
+	clientSecret := fs.String("oidc-client-secret", "PLUGINHOST_OIDC_CLIENT_SECRET", "",
+		"the client's secret (better given in the environment); none: a public client (PKCE alone)")
+	name := fs.String("oidc-name", "PLUGINHOST_OIDC_NAME", "", `what the sign-in button calls the provider ("Sign in with NAME"); default: the issuer's host`)
+	scopes := fs.String("oidc-scopes", "PLUGINHOST_OIDC_SCOPES", strings.Join(auth.DefaultScopes, " "),
+		"scopes the web host's sign-in asks for, space-separated (add groups for Dex)")
+	refetch := fs.Duration("oidc-keys-refetch", "PLUGINHOST_OIDC_KEYS_REFETCH", auth.DefaultRefetchInterval, time.Second, time.Hour,
+		"least time between two fetches of the issuer's keys for tokens that name an unknown key")
+	sessionTTL := fs.Duration("oidc-session-ttl", "PLUGINHOST_OIDC_SESSION_TTL", auth.DefaultIssuerSessionTTL, time.Minute, 30*24*time.Hour,
+		"how long a web host sign-in with the identity provider lasts (its claims, admin included, are read when it begins)")
+	return func() (server.OIDC, error) {
+		c := server.OIDC{Issuer: strings.TrimSpace(*issuer), ClientID: *clientID, ClientSecret: *clientSecret, Name: *name,
+			Scopes: strings.Fields(*scopes), KeysRefetch: *refetch, SessionTTL: *sessionTTL}
+		for a := range strings.SplitSeq(*audience, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				c.Audiences = append(c.Audiences, a)
+			}
+		}
+		if *admin != "" {
+			n, v, ok := strings.Cut(*admin, "=")
+			if !ok || strings.TrimSpace(n) == "" || v == "" {
+				return c, cli.Usagef("--oidc-admin-claim: %q is not NAME=VALUE (groups=pluginhost-admins)", *admin)
+			}
+			c.AdminClaim, c.AdminValue = strings.TrimSpace(n), v
+		}
+		switch {
+		case c.Issuer == "" && (len(c.Audiences) > 0 || c.AdminClaim != "" || c.ClientID != ""):
+			return c, cli.Usagef("--oidc-audience, --oidc-admin-claim and --oidc-client-id need --oidc-issuer")
+		case c.Issuer == "":
+			return c, nil
+		case len(c.Audiences) == 0:
+			return c, cli.Usagef("--oidc-issuer needs --oidc-audience: the audiences (aud) its tokens must name")
+		case c.ClientSecret != "" && c.ClientID == "":
+			return c, cli.Usagef("--oidc-client-secret needs --oidc-client-id")
+		case c.ClientID != "" && !slices.Contains(c.Scopes, "openid"):
+			return c, cli.Usagef("--oidc-scopes must hold openid")
+		}
+		if err := auth.CheckIssuerURL(c.Issuer); err != nil {
+			return c, cli.Usagef("--oidc-issuer: %v", err)
+		}
+		return c, nil
+	}
+}
+
+// signInFlags defines the bounds of failed sign-in attempts.
+func signInFlags(fs *cli.FlagSet) func() server.SignInAttempts {
+	perAddress := fs.Int("signin-attempts-per-address", "PLUGINHOST_SIGNIN_ATTEMPTS_PER_ADDRESS", auth.DefaultAttemptsPerAddress, 1, 1000000,
+		"failed sign-in attempts one client address may make in a window; past them it is refused (429) until the window ends")
+	overall := fs.Int("signin-attempts", "PLUGINHOST_SIGNIN_ATTEMPTS", auth.DefaultAttemptsOverall, 1, 100000000,
+		"failed sign-in attempts all clients together may make in a window; past them, credentials not already known are refused (429) until it ends")
+	window := fs.Duration("signin-window", "PLUGINHOST_SIGNIN_WINDOW", auth.DefaultAttemptsWindow, time.Second, 24*time.Hour,
+		"the window of the sign-in attempt bounds, from its first failure")
+	return func() server.SignInAttempts {
+		return server.SignInAttempts{PerAddress: *perAddress, Overall: *overall, Window: *window}
 	}
 }
 

@@ -88,10 +88,10 @@ func (s *Service) Create(ctx context.Context, req NewToken) (string, *models.Tok
 	}
 	err := s.DB.Transact(ctx, func(tx *gorm.DB) error {
 		user = database.UserRow{}
-		err := tx.Where("name = ?", name).Take(&user).Error
+		err := tx.Where("issuer = '' AND subject = ?", name).Take(&user).Error
 		switch {
 		case errors.Is(err, gorm.ErrRecordNotFound):
-			user = database.UserRow{ID: models.NewID(models.PrefixUser), Name: name, Admin: req.Admin, CreatedAt: now.UnixMicro()}
+			user = database.UserRow{ID: models.NewID(models.PrefixUser), Name: name, Subject: name, Admin: req.Admin, CreatedAt: now.UnixMicro()}
 			if err := tx.Create(&user).Error; err != nil {
 				return err
 			}
@@ -142,10 +142,7 @@ func (s *Service) Session(ctx context.Context, token string) (*models.User, time
 	}
 	hash := HashToken(token)
 	now := time.Now()
-	s.mu.Lock()
-	c, ok := s.cache[hash]
-	s.mu.Unlock()
-	if ok && now.Before(c.expires) {
+	if c, ok := s.remembered(hash, now); ok {
 		return c.user, c.ends, nil
 	}
 	// The token and its user, in one read; a token without a user is unknown.
@@ -187,6 +184,37 @@ func (s *Service) Session(ctx context.Context, token string) (*models.User, time
 	s.cache[hash] = cached{user: u, expires: expires, ends: ends}
 	s.mu.Unlock()
 	return u, ends, nil
+}
+
+// Verify authenticates a token (Session) as an Identity: the token's user,
+// its expiry, and the token.
+func (s *Service) Verify(ctx context.Context, token string) (Identity, error) {
+	u, ends, err := s.Session(ctx, token)
+	if err != nil {
+		return Identity{}, err
+	}
+	return Identity{User: u, Ends: ends, Credential: token}, nil
+}
+
+// Known returns the identity of a token authenticated within CacheTTL,
+// without I/O.
+func (s *Service) Known(token string) (Identity, bool) {
+	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 128 {
+		return Identity{}, false
+	}
+	c, ok := s.remembered(HashToken(token), time.Now())
+	if !ok {
+		return Identity{}, false
+	}
+	return Identity{User: c.user, Ends: c.ends, Credential: token}, true
+}
+
+// remembered returns the cache entry of a token's hash while it holds.
+func (s *Service) remembered(hash string, now time.Time) (cached, bool) {
+	s.mu.Lock()
+	c, ok := s.cache[hash]
+	s.mu.Unlock()
+	return c, ok && now.Before(c.expires)
 }
 
 var errUnauthenticated = models.Errorf(models.ErrUnauthenticated, "a valid bearer token is required")

@@ -23,7 +23,7 @@ type NewToken struct {
 // included. An unknown user is BAD_USER_INPUT.
 func (s *Service) Tokens(ctx context.Context, userName string) ([]*models.Token, error) {
 	var user database.UserRow
-	err := s.DB.Read.WithContext(ctx).Where("name = ?", strings.TrimSpace(userName)).Take(&user).Error
+	err := s.DB.Read.WithContext(ctx).Where("issuer = '' AND subject = ?", strings.TrimSpace(userName)).Take(&user).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, models.Errorf(models.ErrBadUserInput, "no user is named %q", userName)
 	}

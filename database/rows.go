@@ -9,18 +9,28 @@ import (
 	"pluginhost/models"
 )
 
-// UserRow is a row of users.
+// UserRow is a row of users. A user is (Issuer, Subject): the server's own
+// token users have the empty issuer and their name as subject; an
+// identity provider's users its issuer URL and their `sub`.
 type UserRow struct {
 	ID        string `gorm:"primaryKey"`
 	Name      string
 	Admin     bool
 	CreatedAt int64
+	Issuer    string
+	Subject   string
 }
 
 func (UserRow) TableName() string { return "users" }
 
 // Model returns the domain user.
-func (r UserRow) Model() *models.User { return &models.User{ID: r.ID, Name: r.Name, Admin: r.Admin} }
+func (r UserRow) Model() *models.User {
+	u := &models.User{ID: r.ID, Name: r.Name, Admin: r.Admin, Issuer: r.Issuer}
+	if r.Issuer != "" {
+		u.Subject = r.Subject
+	}
+	return u
+}
 
 // TokenRow is a row of tokens: only the SHA-256 of a token is kept.
 type TokenRow struct {
@@ -309,6 +319,12 @@ type WebSessionRow struct {
 	UserID    string
 	CreatedAt int64
 	ExpiresAt int64
+	// Admin: the user was an admin by the identity provider's claims when
+	// the session began (a session signed in with the provider only).
+	Admin bool
+	// EndHint is the provider's ID token, sealed, that ends its session at
+	// sign-out (a session signed in with the provider only).
+	EndHint *string
 }
 
 func (WebSessionRow) TableName() string { return "web_sessions" }

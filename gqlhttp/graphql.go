@@ -59,7 +59,7 @@ type Options struct {
 // New returns the GraphQL API of the resolvers, within the bounds of
 // limits (zero fields take their defaults); auth authenticates websockets
 // in connection_init.
-func New(r *resolvers.Resolver, a *auth.Service, limits Limits, opts Options, log *slog.Logger) *Server {
+func New(r *resolvers.Resolver, a *auth.Authenticator, limits Limits, opts Options, log *slog.Logger) *Server {
 	lim := NewLimiter(limits)
 	exec := executor.New(graph.NewExecutableSchema(graph.Config{Resolvers: r}))
 	docs := newByteCache(lim.Limits.QueryCacheBytes, func(q string, _ *ast.QueryDocument) int64 {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/gorilla/websocket"
@@ -42,7 +43,7 @@ const (
 // authenticates in connection_init, pings every connection from one shared
 // goroutine to find dead peers, and closes every connection on Shutdown.
 type Sockets struct {
-	auth *auth.Service
+	auth *auth.Authenticator
 	log  *slog.Logger
 	// initTimeout is how long a client has to send connection_init.
 	initTimeout time.Duration
@@ -61,7 +62,7 @@ type Sockets struct {
 }
 
 // newSockets starts the shared pinger; Shutdown stops it.
-func newSockets(a *auth.Service, lim *Limiter, initTimeout time.Duration, log *slog.Logger) *Sockets {
+func newSockets(a *auth.Authenticator, lim *Limiter, initTimeout time.Duration, log *slog.Logger) *Sockets {
 	s := &Sockets{
 		auth: a, log: log, initTimeout: initTimeout, limiter: lim, conns: map[*wsConn]struct{}{}, users: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{}),
 		upgrader: websocket.Upgrader{
@@ -121,19 +122,40 @@ func (s *Sockets) init(ctx context.Context, payload transport.InitPayload) (cont
 	if !ok {
 		return transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, 4403), initForm), nil, errors.New(initForm)
 	}
-	user, ends, err := s.auth.Session(ctx, token)
-	if err != nil {
-		return transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, 4403), "Forbidden: the bearer token is not valid"), nil, errors.New("the bearer token is not valid")
+	c, _ := ctx.Value(upgradedKey{}).(*wsConn)
+	client := ""
+	if c != nil {
+		client = c.client
 	}
-	if c, ok := ctx.Value(upgradedKey{}).(*wsConn); ok {
-		if !s.countUser(c, user.ID) {
+	id, err := s.auth.Bearer(ctx, client, token)
+	if err != nil {
+		reason := "Forbidden: the bearer token is not valid"
+		if models.ErrorCode(err) == models.ErrTooManyRequests {
+			reason = closeReason("Forbidden: " + models.ErrorMessage(err))
+		}
+		return transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, 4403), reason), nil, errors.New(reason)
+	}
+	if c != nil {
+		if !s.countUser(c, id.User.ID) {
 			return s.tooManySockets(ctx)
 		}
-		c.token.Store(auth.HashToken(token))
-		c.endAt(ends)
+		c.token.Store(auth.HashToken(id.Credential))
+		c.endAt(id.Ends)
 	}
-	ctx = auth.WithUser(ctx, user)
+	ctx = auth.WithUser(ctx, id.User)
 	return live.WithConn(ctx, &live.Conn{}), nil, nil
+}
+
+// closeReason cuts a close reason to the 123 bytes a close frame holds.
+func closeReason(s string) string {
+	if len(s) <= 123 {
+		return s
+	}
+	cut := 123
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 // tooManySockets refuses a websocket past the user's bound.
@@ -184,10 +206,11 @@ func (s *Sockets) serve(w http.ResponseWriter, r *http.Request, gql http.Handler
 	if err != nil {
 		return
 	}
+	c.client = auth.ClientAddress(r, s.auth.TrustedProxies)
 	if token != "" {
 		c.token.Store(auth.HashToken(token))
-		if _, ends, err := s.auth.Session(r.Context(), token); err == nil {
-			c.endAt(ends)
+		if id, err := s.auth.Bearer(r.Context(), c.client, token); err == nil {
+			c.endAt(id.Ends)
 		}
 	}
 	// gqlgen needs only the upgrade header to pick its websocket transport,
@@ -366,12 +389,13 @@ func (s *Sockets) CloseToken(hash string) {
 
 // wsConn adapts a gorilla connection to gqlgen's transport.
 type wsConn struct {
-	ws    *websocket.Conn
-	owner *Sockets
-	wmu   sync.Mutex // one writer at a time
-	once  sync.Once
-	token atomic.Value // string: the hash of the token connection_init gave
-	user  string       // the authenticated user, once counted
+	ws     *websocket.Conn
+	owner  *Sockets
+	wmu    sync.Mutex // one writer at a time
+	once   sync.Once
+	token  atomic.Value // string: the hash of the token connection_init gave
+	user   string       // the authenticated user, once counted
+	client string       // the client's address (auth.ClientAddress)
 
 	pmu    sync.Mutex
 	inited bool            // connection_init was received

@@ -23,34 +23,37 @@ var dashboardHTML string
 
 var dashboardPage = template.Must(template.New("dashboard").Parse(dashboardHTML))
 
-// pageUser authenticates a page request: a bearer header, HTTP Basic with
-// any user name and the token as the password (a browser cannot send a bearer
-// header when opening a page), or the web host's session cookie. It returns
-// the user and the token, or answers: a browser's page request is sent to
-// /app/login, anything else gets 401 with a Basic challenge.
+// pageUser authenticates a page request (auth.Authenticator.Page): a bearer
+// header, HTTP Basic with any user name and the credential as the password,
+// or the web host's session cookie. It returns the user and the credential
+// the page may carry on ("" for a session signed in with the identity
+// provider), or answers: a browser's page request without a credential is
+// sent to /app/login, anything else gets 401 with a Basic challenge (429
+// when the client made too many failed attempts).
 func (s *Server) pageUser(w http.ResponseWriter, r *http.Request, realm string) (*models.User, string, bool) {
-	token, ok := auth.FromHeader(r.Header.Get("Authorization"))
-	if !ok {
-		_, token, ok = r.BasicAuth()
+	id, presented, err := s.Auth.Page(r)
+	if err == nil {
+		return id.User, id.Credential, true
 	}
-	if ok {
-		if user, err := s.Auth.Authenticate(r.Context(), token); err == nil {
-			return user, token, true
-		}
-	} else if c, err := r.Cookie(models.SessionCookie); err == nil && s.Sessions != nil {
-		if user, token, err := s.Sessions.Open(r.Context(), c.Value); err == nil {
-			return user, token, true
-		}
+	if presented == auth.PresentedSession {
 		// An ended session's cookie goes.
 		http.SetCookie(w, &http.Cookie{Name: models.SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	}
+	if models.ErrorCode(err) == models.ErrTooManyRequests {
+		writeError(w, r, s.Log, err)
+		return nil, "", false
+	}
 	// A person's browser opening a page is sent to sign in; scripts get
 	// the challenge.
-	if r.Method == http.MethodGet && !ok && strings.Contains(r.Header.Get("Accept"), "text/html") && s.Sessions != nil {
+	if r.Method == http.MethodGet && presented != auth.PresentedBearer && strings.Contains(r.Header.Get("Accept"), "text/html") && s.Auth.Sessions != nil {
 		http.Redirect(w, r, "/app/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return nil, "", false
 	}
 	w.Header().Set("WWW-Authenticate", `Basic realm="`+realm+`: any user name, your token as the password", charset="UTF-8"`)
+	if models.ErrorCode(err) != models.ErrUnauthenticated {
+		writeError(w, r, s.Log, err)
+		return nil, "", false
+	}
 	writeError(w, r, s.Log, models.Errorf(models.ErrUnauthenticated, "%s needs a token (a bearer header, HTTP Basic with the token as the password, or a session from /app/login)", realm))
 	return nil, "", false
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 
 	"pluginhost/models"
 )
@@ -27,6 +29,8 @@ func statusOf(code models.Code) int {
 		return http.StatusUnprocessableEntity
 	case models.ErrInvalid, models.ErrBadUserInput, models.ErrPackageRejected, models.ErrMigrationFailed:
 		return http.StatusBadRequest
+	case models.ErrTooManyRequests:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }
@@ -46,6 +50,10 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	code := models.ErrorCode(err)
 	if code == models.ErrInternal && !errors.Is(err, context.Canceled) {
 		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	var e *models.Error
+	if errors.As(err, &e) && e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
 	writeJSON(w, statusOf(code), errorBody{errorDetail{code, models.ErrorMessage(err)}})
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"pluginhost/auth"
 	"pluginhost/connections"
 	"pluginhost/models"
 )
@@ -42,10 +41,8 @@ var oauthPage = template.Must(template.New("oauth").Parse(`<!doctype html>
 func (s *Server) oauthCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	userID := ""
-	if token, ok := auth.FromHeader(r.Header.Get("Authorization")); ok {
-		if u, err := s.Auth.Authenticate(r.Context(), token); err == nil {
-			userID = u.ID
-		}
+	if id, err := s.Auth.Request(r); err == nil {
+		userID = id.User.ID
 	}
 	providerError := q.Get("error")
 	if d := q.Get("error_description"); d != "" {

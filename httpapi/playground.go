@@ -70,11 +70,18 @@ func (s *Server) playground() http.Handler {
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Content-Security-Policy", playgroundCSP)
+		// A session signed in with the identity provider stands for no
+		// token: the page then calls the web host's endpoint, which its
+		// session cookie authenticates, as the web host's pages do.
+		endpoint, headers := "/graphql", map[string]string{"Authorization": "Bearer " + token}
+		if token == "" {
+			endpoint, headers = webhostGraphQL, map[string]string{"X-Pluginhost-App": "1"}
+		}
 		opts := append([]playground.GraphiqlConfigOption{
-			playground.WithGraphiqlFetcherHeaders(map[string]string{"Authorization": "Bearer " + token}),
+			playground.WithGraphiqlFetcherHeaders(headers),
 			playground.WithStoragePrefix("pluginhost-" + base64.RawURLEncoding.EncodeToString([]byte(user.ID))),
 		}, playgroundOptions...)
-		playground.Handler("pluginhost", "/graphql", opts...).ServeHTTP(w, r)
+		playground.Handler("pluginhost", endpoint, opts...).ServeHTTP(w, r)
 	})
 }
 

@@ -23,12 +23,12 @@ import (
 
 // Server holds what the HTTP handlers call.
 type Server struct {
-	Auth *auth.Service
-	// Sessions are the web host's sign-ins (the session cookie); nil: pages
-	// take only a bearer header or HTTP Basic.
-	Sessions *auth.Sessions
-	Storage  *storage.Service
-	DB       *database.DB
+	// Auth authenticates every request: server tokens, the issuer's JWTs,
+	// and the web host's sessions when it has Sessions (without them, pages
+	// take only a bearer header or HTTP Basic).
+	Auth    *auth.Authenticator
+	Storage *storage.Service
+	DB      *database.DB
 	// GraphQL serves /graphql: HTTP requests, and websocket upgrades.
 	GraphQL *gqlhttp.Server
 	// Playground enables GET /playground for admins.
@@ -86,20 +86,16 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// authenticated requires a valid bearer token and puts its user in the context.
+// authenticated requires a valid bearer credential (a server token or an
+// issuer's JWT) and puts its user in the context.
 func (s *Server) authenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := auth.FromHeader(r.Header.Get("Authorization"))
-		if !ok {
-			writeError(w, r, s.Log, models.Errorf(models.ErrUnauthenticated, "a valid bearer token is required (Authorization: Bearer <token>)"))
-			return
-		}
-		user, err := s.Auth.Authenticate(r.Context(), token)
+		id, err := s.Auth.Request(r)
 		if err != nil {
 			writeError(w, r, s.Log, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), user)))
+		next.ServeHTTP(w, r.WithContext(auth.WithUser(r.Context(), id.User)))
 	})
 }
 

@@ -74,7 +74,34 @@ var (
 		Name: "pluginhost_capability_fetch_refusals_total",
 		Help: "Fetch rounds the host refused, failing their run, by reason (network_denied, connection_required).",
 	}, []string{"reason"})
+	signInRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pluginhost_signin_refusals_total",
+		Help: "Sign-in attempts refused (a bearer token or JWT, HTTP Basic, the sign-in form, the identity provider's return), by reason: invalid (the credential was refused), limited_address (too many failures from the client's address), limited_overall (too many failures from all addresses).",
+	}, []string{"reason"})
+	issuerKeyFetches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pluginhost_oidc_key_fetches_total",
+		Help: "Fetches of the identity provider's discovery document and keys (JWKS), by outcome: ok or error.",
+	}, []string{"outcome"})
 )
+
+// Reasons a sign-in attempt is refused.
+var signInReasons = []string{"invalid", "limited_address", "limited_overall"}
+
+// SignInRefused records a refused sign-in attempt: invalid, limited_address
+// or limited_overall.
+func SignInRefused(reason string) {
+	signInRefusals.WithLabelValues(bounded(reason, signInReasons)).Inc()
+}
+
+// IssuerKeyFetch records a fetch of the identity provider's discovery
+// document or keys.
+func IssuerKeyFetch(err error) {
+	o := "ok"
+	if err != nil {
+		o = "error"
+	}
+	issuerKeyFetches.WithLabelValues(o).Inc()
+}
 
 // FetchOutcomes are the outcomes of a fetch the host made.
 var FetchOutcomes = []string{"ok", "timeout", "connection_refused", "tls", "dns", "body_too_large", "error"}
@@ -159,6 +186,12 @@ func zero() {
 	fetchDuration.WithLabelValues("ok")
 	for _, r := range fetchRefusalReasons {
 		fetchRefusals.WithLabelValues(r)
+	}
+	for _, r := range signInReasons {
+		signInRefusals.WithLabelValues(r)
+	}
+	for _, o := range []string{"ok", "error"} {
+		issuerKeyFetches.WithLabelValues(o)
 	}
 }
 
@@ -276,7 +309,7 @@ type Sources struct {
 func Register(reg prometheus.Registerer, src Sources) error {
 	zero()
 	cs := []prometheus.Collector{storageOps, refusals, imageOutcomes, aiCalls, capabilityRuns, capabilityDuration, backgroundRuns,
-		fetches, fetchDuration, fetchRefusals}
+		fetches, fetchDuration, fetchRefusals, signInRefusals, issuerKeyFetches}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "pluginhost_build_info",
 		Help:        "Always 1; the labels say which build runs: version, revision (vcs, shortened) and Go version.",

@@ -41,6 +41,7 @@ var All = []Migration{
 	{11, "notifications, and the mute of an Instance", notifications},
 	{12, "sign-in sessions of the web host", webSessions},
 	{13, "the rendered result of the newest response containers, for the web host's response surface", responseData},
+	{14, "users of the operator's identity provider, and web host sessions signed in with it", issuerUsers},
 }
 
 type appliedRow struct {

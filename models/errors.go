@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code is a stable, machine-readable error code. GraphQL reports it as
@@ -38,6 +39,9 @@ const (
 	ErrImageDenied Code = "PERMISSION_DENIED"
 	// ErrImageRejected: the image proxy refused the URL or the fetched image.
 	ErrImageRejected Code = "UI_IMAGE_REJECTED"
+	// ErrTooManyRequests: the caller must wait (Error.RetryAfter says how
+	// long) before trying again: 429 with Retry-After.
+	ErrTooManyRequests Code = "TOO_MANY_REQUESTS"
 	// ErrInternal: anything that is not an application error; its detail is only logged.
 	ErrInternal Code = "INTERNAL"
 )
@@ -53,6 +57,9 @@ type Error struct {
 	// ExitCode is the exit code of a capability run that failed with
 	// ReasonExit.
 	ExitCode *int
+	// RetryAfter is how long a caller refused with TOO_MANY_REQUESTS must
+	// wait.
+	RetryAfter time.Duration
 }
 
 // Reasons of CAPABILITY_FAILED (GraphQL extensions.reason).

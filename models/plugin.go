@@ -2,11 +2,18 @@ package models
 
 import "time"
 
-// User is an account of the host.
+// User is an account of the host: one of the server's own token users, or
+// a user of the operator's identity provider (Issuer set), who is its
+// Subject there. The two kinds never merge, even with equal names.
 type User struct {
 	ID    string
 	Name  string
 	Admin bool
+	// Issuer is the identity provider's issuer URL; empty for a user of the
+	// server's own tokens.
+	Issuer string
+	// Subject is the user's `sub` at the issuer; empty for a token user.
+	Subject string
 }
 
 // Installation states.

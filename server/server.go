@@ -15,6 +15,7 @@ import (
 	"maps"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -89,29 +90,72 @@ type Config struct {
 	// PublicURL is the server's address as browsers reach it, for OAuth
 	// redirects (--public-url); empty: the address each request came to.
 	PublicURL string
+	// OIDC is the operator's identity provider (--oidc-*); its zero value
+	// is none.
+	OIDC OIDC
+	// SignInAttempts bound failed sign-in attempts (--signin-*): per client
+	// address and overall in a window; zero fields take their defaults.
+	SignInAttempts SignInAttempts
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client (--trusted-proxies).
+	TrustedProxies []netip.Prefix
+}
+
+// SignInAttempts bound failed sign-in attempts (see auth.Attempts).
+type SignInAttempts struct {
+	PerAddress, Overall int
+	Window              time.Duration
+}
+
+// OIDC configures the operator's OpenID Connect identity provider.
+type OIDC struct {
+	// Issuer and Audiences accept the issuer's JWTs (--oidc-issuer,
+	// --oidc-audience); AdminClaim and AdminValue make admins
+	// (--oidc-admin-claim NAME=VALUE).
+	Issuer                 string
+	Audiences              []string
+	AdminClaim, AdminValue string
+	// ClientID and ClientSecret (none: a public client) offer signing in
+	// to the web host with the provider, named Name (default: the
+	// issuer's host), asking for Scopes (default: openid profile email).
+	ClientID, ClientSecret string
+	Name                   string
+	Scopes                 []string
+	// KeysRefetch is the least time between two fetches of the keys for
+	// unknown kids (default auth.DefaultRefetchInterval); SessionTTL
+	// bounds a web host session signed in with the provider (default
+	// auth.DefaultIssuerSessionTTL).
+	KeysRefetch time.Duration
+	SessionTTL  time.Duration
+	// HTTP reaches the provider (tests); nil: a client with a 10 s timeout.
+	HTTP *http.Client
 }
 
 // Server is the wired host. Its parts are exported for tests and for the
 // command's shutdown; they are built by New and must not be replaced.
 type Server struct {
-	DB          *database.DB
-	Bus         *changes.Bus
-	Gate        *access.Gate
-	Auth        *auth.Service
-	Storage     *storage.Service
-	Lifecycle   *lifecycle.Service
-	AI          *aitools.Service
-	UI          *extensions.Service
-	Engine      *sandbox.Engine
-	Runs        *capability.Service
-	Connections *connections.Service
-	Fetch       *netfetch.Service
-	Notify      *notify.Service
-	Schedule    *schedule.Scheduler
-	Hub         *live.Hub
-	GraphQL     *gqlhttp.Server
-	Relay       *relay.Relay // nil without Redis
-	Drain       *httpapi.Drain
+	DB   *database.DB
+	Bus  *changes.Bus
+	Gate *access.Gate
+	Auth *auth.Service
+	// Authenticator authenticates every request; Issuer is the identity
+	// provider's part of it (nil without --oidc-issuer).
+	Authenticator *auth.Authenticator
+	Issuer        *auth.Issuer
+	Storage       *storage.Service
+	Lifecycle     *lifecycle.Service
+	AI            *aitools.Service
+	UI            *extensions.Service
+	Engine        *sandbox.Engine
+	Runs          *capability.Service
+	Connections   *connections.Service
+	Fetch         *netfetch.Service
+	Notify        *notify.Service
+	Schedule      *schedule.Scheduler
+	Hub           *live.Hub
+	GraphQL       *gqlhttp.Server
+	Relay         *relay.Relay // nil without Redis
+	Drain         *httpapi.Drain
 	// Handler serves every route, with the access log.
 	Handler http.Handler
 	Log     *slog.Logger
@@ -167,6 +211,21 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	s.Bus = changes.NewBus()
 	s.Gate = &access.Gate{DB: s.DB}
 	s.Auth = &auth.Service{DB: s.DB}
+	s.Authenticator = &auth.Authenticator{Tokens: s.Auth, TrustedProxies: cfg.TrustedProxies, Attempts: &auth.Attempts{
+		PerAddress: cfg.SignInAttempts.PerAddress, Overall: cfg.SignInAttempts.Overall, Window: cfg.SignInAttempts.Window}}
+	if cfg.OIDC.Issuer != "" {
+		if err := auth.CheckIssuerURL(cfg.OIDC.Issuer); err != nil {
+			return nil, err
+		}
+		if len(cfg.OIDC.Audiences) == 0 {
+			return nil, fmt.Errorf("an identity provider needs the audiences its tokens must name (--oidc-audience)")
+		}
+		s.Issuer = &auth.Issuer{URL: cfg.OIDC.Issuer, Audiences: cfg.OIDC.Audiences, AdminClaim: cfg.OIDC.AdminClaim, AdminValue: cfg.OIDC.AdminValue,
+			DB: s.DB, Log: log, Keys: &auth.IssuerKeys{Issuer: cfg.OIDC.Issuer, HTTP: cfg.OIDC.HTTP, RefetchInterval: cfg.OIDC.KeysRefetch, Log: log}}
+		s.Authenticator.Issuer = s.Issuer
+		log.Info("JWTs of the identity provider accepted", "issuer", cfg.OIDC.Issuer, "audiences", strings.Join(cfg.OIDC.Audiences, ","),
+			"admin_claim", cfg.OIDC.AdminClaim)
+	}
 	s.Storage = &storage.Service{DB: s.DB, Bus: s.Bus, Gate: s.Gate, Log: log}
 	if s.DB.Dialect == database.SQLite {
 		s.Storage.StartBatching()
@@ -221,7 +280,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 		MaxPerUser: cfg.MaxSubscriptionsPerUser, Log: log}
 	s.GraphQL = gqlhttp.New(&resolvers.Resolver{Auth: s.Auth, Lifecycle: s.Lifecycle, Storage: s.Storage, AI: s.AI, UI: s.UI,
 		Live: s.Hub, Capabilities: s.Runs, Schedule: s.Schedule, Connections: s.Connections, Notify: s.Notify, Log: log},
-		s.Auth, cfg.Limits, gqlhttp.Options{InitTimeout: cfg.WebsocketInitTimeout}, log)
+		s.Authenticator, cfg.Limits, gqlhttp.Options{InitTimeout: cfg.WebsocketInitTimeout}, log)
 	// Taken down first: websockets close (going away), then subscriptions end.
 	s.onClose(s.Hub.Close)
 	s.onClose(s.GraphQL.Sockets.Shutdown)
@@ -243,20 +302,47 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	if err != nil {
 		return nil, err
 	}
-	sessions := &auth.Sessions{Auth: s.Auth, Sealer: sessionSealer}
+	sessions := &auth.Sessions{Auth: s.Auth, Sealer: sessionSealer, IssuerTTL: cfg.OIDC.SessionTTL}
+	s.Authenticator.Sessions = sessions
 	api := &httpapi.Server{
-		Auth: s.Auth, Sessions: sessions, Storage: s.Storage, DB: s.DB, GraphQL: s.GraphQL, Playground: cfg.Playground, Gate: s.Gate,
+		Auth: s.Authenticator, Storage: s.Storage, DB: s.DB, GraphQL: s.GraphQL, Playground: cfg.Playground, Gate: s.Gate,
 		ImageProxy: &imageproxy.Proxy{Fetcher: imageFetcher(policy, roots), Logger: log}, Metrics: m, Log: log,
 		Connections: s.Connections, PublicURL: cfg.PublicURL,
 	}
 	app := &webhost.Server{
 		User: api.PageUser("pluginhost app"), WithUser: auth.WithUser, GraphQL: s.GraphQL,
 		Socket: s.GraphQL.ServeSocketAs, Execute: s.GraphQL.Execute, Images: api.Images(), Error: api.WriteError,
-		SignIn: func(ctx context.Context, token string) (string, time.Time, error) {
-			value, _, ends, err := sessions.Start(ctx, token)
-			return value, ends, err
-		},
-		SignOut: sessions.End, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
+		SignIn: s.Authenticator.SignIn, PublicURL: cfg.PublicURL, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
+	}
+	var signIn *auth.IssuerSignIn
+	if s.Issuer != nil && cfg.OIDC.ClientID != "" {
+		pendingSealer, err := secret.NewSealer(key, "issuer-signin")
+		if err != nil {
+			return nil, err
+		}
+		signIn = &auth.IssuerSignIn{Issuer: s.Issuer, ClientID: cfg.OIDC.ClientID, ClientSecret: cfg.OIDC.ClientSecret, Scopes: cfg.OIDC.Scopes,
+			Sessions: sessions, Sealer: pendingSealer, HTTP: cfg.OIDC.HTTP}
+		app.Provider = &webhost.Provider{Name: providerName(cfg.OIDC), Begin: signIn.Begin,
+			Finish: func(r *http.Request, cookie, state, code string) (string, time.Time, string, error) {
+				if err := s.Authenticator.Limited(r); err != nil {
+					return "", time.Time{}, "", err
+				}
+				session, ends, next, err := signIn.Finish(r.Context(), cookie, state, code)
+				if err != nil {
+					s.Authenticator.Failed(r, err)
+					if models.ErrorCode(err) == models.ErrInternal {
+						log.Error("signing in with the identity provider failed", "err", err)
+					}
+				}
+				return session, ends, next, err
+			}}
+	}
+	app.SignOut = func(ctx context.Context, value, returnTo string) (string, error) {
+		idToken, err := sessions.End(ctx, value)
+		if err != nil || signIn == nil || idToken == "" {
+			return "", err
+		}
+		return signIn.EndURL(ctx, idToken, returnTo), nil
 	}
 	s.Drain = &httpapi.Drain{}
 	s.Handler = httpapi.AccessLog(log, s.Drain.Handler(api.Handler(app.Mount)))
@@ -270,6 +356,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	go s.Auth.WatchRevocations(watch, log, s.GraphQL.Sockets.CloseToken)
 	s.onClose(stopWatch)
 	return s, nil
+}
+
+// providerName is how the sign-in page names the identity provider: the
+// operator's name for it, else the issuer's host.
+func providerName(c OIDC) string {
+	if c.Name != "" {
+		return c.Name
+	}
+	if u, err := url.Parse(c.Issuer); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return c.Issuer
 }
 
 // imageFetcher is the image proxy's fetcher under the egress policy.

@@ -39,10 +39,19 @@ type Server struct {
 	Images http.Handler
 	// Error writes a refusal as the host's REST errors are written.
 	Error func(w http.ResponseWriter, r *http.Request, err error)
-	// SignIn starts a session with a token: the cookie's value and when
-	// it ends. SignOut ends one. Nil: no sign-in page.
-	SignIn  func(ctx context.Context, token string) (string, time.Time, error)
-	SignOut func(ctx context.Context, value string) error
+	// SignIn starts a session with a token given by a request's form or
+	// sign-in link: the cookie's value and when it ends. SignOut ends one,
+	// and returns where the browser goes so that the identity provider
+	// ends its session too ("" when there is nothing to end), and then to
+	// returnTo. Nil: no sign-in page.
+	SignIn  func(r *http.Request, token string) (string, time.Time, error)
+	SignOut func(ctx context.Context, value, returnTo string) (string, error)
+	// Provider, when set, offers signing in with the operator's identity
+	// provider beside the token form.
+	Provider *Provider
+	// PublicURL is the server's address as browsers reach it; empty: the
+	// address of each request.
+	PublicURL string
 	// SecureCookies marks the session cookie Secure even when the request
 	// came without TLS (behind a proxy that ends TLS).
 	SecureCookies bool
@@ -56,6 +65,10 @@ func (s *Server) Mount(mux *http.ServeMux) {
 		mux.HandleFunc("GET /app/login", s.signIn)
 		mux.HandleFunc("POST /app/login", s.signIn)
 		mux.HandleFunc("POST /app/logout", s.signOut)
+		if s.Provider != nil {
+			mux.HandleFunc("GET "+ProviderStartPath, s.providerStart)
+			mux.HandleFunc("GET "+ProviderCallbackPath, s.providerCallback)
+		}
 	}
 	mux.HandleFunc("GET "+AssetsPath+"{file}", serveAsset)
 	mux.HandleFunc("GET /app", s.list)

@@ -1,9 +1,12 @@
 package webhost
 
 import (
+	"errors"
 	"html/template"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,31 +26,50 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		// (typed, pasted, or from this server's pages), never by another
 		// site; the token leaves the address bar at once.
 		if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "none" && site != "same-origin" {
-			writeSignIn(w, http.StatusForbidden, next, "A sign-in link works only when you open it yourself.")
+			s.writeSignIn(w, http.StatusForbidden, next, "A sign-in link works only when you open it yourself.")
 			return
 		}
 		token = strings.TrimSpace(r.URL.Query().Get("token"))
 	case r.Method == http.MethodGet:
-		writeSignIn(w, http.StatusOK, next, "")
+		s.writeSignIn(w, http.StatusOK, next, "")
 		return
 	case !formFromHere(r):
-		writeSignIn(w, http.StatusForbidden, next, "Sign in from this server's own page.")
+		s.writeSignIn(w, http.StatusForbidden, next, "Sign in from this server's own page.")
 		return
 	default:
 		token = strings.TrimSpace(r.PostFormValue("token"))
 	}
-	value, ends, err := s.SignIn(r.Context(), token)
+	value, ends, err := s.SignIn(r, token)
 	if err != nil {
-		msg := "That token is not valid: it is unknown, revoked or expired."
-		if models.ErrorCode(err) != models.ErrUnauthenticated {
+		status, msg := http.StatusUnauthorized, "That token is not valid: it is unknown, revoked or expired."
+		switch models.ErrorCode(err) {
+		case models.ErrUnauthenticated:
+		case models.ErrTooManyRequests:
+			status, msg = http.StatusTooManyRequests, "Too many failed sign-ins: "+models.ErrorMessage(err)+"."
+			retryAfter(w, err)
+		default:
 			msg = "Signing in failed; try again."
 		}
-		writeSignIn(w, http.StatusUnauthorized, next, msg)
+		s.writeSignIn(w, status, next, msg)
 		return
 	}
+	s.setSession(w, r, value, ends)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// setSession sets the session cookie: HttpOnly, SameSite=Strict, Secure
+// behind TLS.
+func (s *Server) setSession(w http.ResponseWriter, r *http.Request, value string, ends time.Time) {
 	http.SetCookie(w, &http.Cookie{Name: models.SessionCookie, Value: value, Path: "/", Expires: ends, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
-	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// retryAfter sets Retry-After from a TOO_MANY_REQUESTS error.
+func retryAfter(w http.ResponseWriter, err error) {
+	var e *models.Error
+	if errors.As(err, &e) && e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
 }
 
 // signOut is POST /app/logout: the session ends, here and on every replica.
@@ -56,15 +78,20 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, models.Errorf(models.ErrForbidden, "sign out from this server's own pages"))
 		return
 	}
+	then := "/app/login"
 	if c, err := r.Cookie(models.SessionCookie); err == nil {
-		if err := s.SignOut(r.Context(), c.Value); err != nil {
+		end, err := s.SignOut(r.Context(), c.Value, s.baseURL(r)+"/app/login")
+		if err != nil {
 			s.Error(w, r, err)
 			return
+		}
+		if end != "" {
+			then = end // the identity provider ends its session, then sends the browser back
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: models.SessionCookie, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(0, 0),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
-	http.Redirect(w, r, "/app/login", http.StatusSeeOther)
+	http.Redirect(w, r, then, http.StatusSeeOther)
 }
 
 // root sends a person to the app, which sends them on to sign in when
@@ -88,8 +115,24 @@ func formFromHere(r *http.Request) bool {
 	return true
 }
 
+// secure reports whether the request came over TLS: to this server, to a
+// proxy that says so (X-Forwarded-Proto; marking a cookie Secure never
+// weakens it, so the header needs no trust), or by the operator's word
+// (an https --public-url).
 func (s *Server) secure(r *http.Request) bool {
-	return r.TLS != nil || s.SecureCookies
+	return r.TLS != nil || s.SecureCookies || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// baseURL is the server's address as the browser reached it.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.PublicURL != "" {
+		return strings.TrimSuffix(s.PublicURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 // safeNext keeps a page of the web host to go to after signing in; anything
@@ -103,10 +146,15 @@ func safeNext(next string) string {
 	return "/app"
 }
 
-func writeSignIn(w http.ResponseWriter, status int, next, problem string) {
+func (s *Server) writeSignIn(w http.ResponseWriter, status int, next, problem string) {
 	pageHeaders(w.Header(), "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 	w.WriteHeader(status)
-	signInPage.Execute(w, map[string]string{"Next": next, "Problem": problem})
+	data := map[string]string{"Next": next, "Problem": problem}
+	if s.Provider != nil {
+		data["Provider"] = s.Provider.Name
+		data["ProviderStart"] = ProviderStartPath + "?next=" + url.QueryEscape(next)
+	}
+	signInPage.Execute(w, data)
 }
 
 var signInPage = template.Must(template.New("signin").Parse(`<!doctype html>
@@ -118,17 +166,21 @@ main { width: min(420px, 92vw); background: #fff; border-radius: 16px; padding: 
 h1 { font-size: 22px; margin: 0 0 8px; } p { color: #49454f; margin: 0 0 16px; }
 label { display: block; font-weight: 600; margin-bottom: 4px; }
 input { width: 100%; box-sizing: border-box; font: inherit; padding: 10px 12px; border: 1px solid #79747e; border-radius: 8px; }
-button { margin-top: 16px; font: inherit; padding: 10px 20px; border: 0; border-radius: 20px; background: #6750a4; color: #fff; cursor: pointer; }
+button, .provider { margin-top: 16px; font: inherit; padding: 10px 20px; border: 0; border-radius: 20px; background: #6750a4; color: #fff; cursor: pointer; }
+.provider { display: block; margin: 0 0 16px; text-align: center; text-decoration: none; }
+.or { text-align: center; font-size: 14px; }
 .problem { color: #b3261e; } code { background: #f3edf7; padding: 1px 4px; border-radius: 4px; }
 </style></head>
 <body><main>
 <h1>Sign in to pluginhost</h1>
-<p>Paste your token. An administrator makes one with <code>pluginhost token create --user NAME</code>.</p>
 {{if .Problem}}<p class="problem" role="alert">{{.Problem}}</p>{{end}}
+{{if .Provider}}<a class="provider" id="provider" href="{{.ProviderStart}}">Sign in with {{.Provider}}</a>
+<p class="or">or with a token</p>{{end}}
+<p>Paste your token. An administrator makes one with <code>pluginhost token create --user NAME</code>.</p>
 <form method="post" action="/app/login">
 <input type="hidden" name="next" value="{{.Next}}">
 <label for="token">Token</label>
-<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
+<input id="token" name="token" type="password" autocomplete="current-password" required{{if not .Provider}} autofocus{{end}}>
 <button type="submit">Sign in</button>
 </form>
 </main></body></html>
