@@ -2,7 +2,9 @@ package auth
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,4 +84,63 @@ func tokenModel(r database.TokenRow, u database.UserRow) *models.Token {
 	}
 	t.ExpiresAt, t.LastUsedAt, t.RevokedAt = at(r.ExpiresAt), at(r.LastUsedAt), at(r.RevokedAt)
 	return t
+}
+
+// MaxUsersPage bounds a page of Users.
+const MaxUsersPage = 100
+
+// UserPage is a page of users and where it ends.
+type UserPage struct {
+	Users   []*models.User
+	Cursors []string // of each user
+	HasNext bool
+}
+
+// Users returns a page of the server's users, oldest first: first (1 to
+// MaxUsersPage) users after the cursor of a user of a page before ("" from
+// the start). A bad size or cursor is BAD_USER_INPUT.
+func (s *Service) Users(ctx context.Context, first int, after string) (*UserPage, error) {
+	if first < 1 || first > MaxUsersPage {
+		return nil, models.Errorf(models.ErrBadUserInput, "first must be between 1 and %d", MaxUsersPage)
+	}
+	q := s.DB.Read.WithContext(ctx).Model(&database.UserRow{})
+	if after != "" {
+		at, id, err := readUserCursor(after)
+		if err != nil {
+			return nil, err
+		}
+		q = q.Where("created_at > ? OR (created_at = ? AND id > ?)", at, at, id)
+	}
+	var rows []database.UserRow
+	if err := q.Order("created_at, id").Limit(first + 1).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	p := &UserPage{HasNext: len(rows) > first}
+	for _, r := range rows[:min(first, len(rows))] {
+		p.Users = append(p.Users, r.Model())
+		p.Cursors = append(p.Cursors, userCursor(r.CreatedAt, r.ID))
+	}
+	return p, nil
+}
+
+// A user cursor is opaque to clients: the position (creation, id) of a
+// user in the list, in base64url.
+const userCursorPrefix = "users:"
+
+func userCursor(createdAt int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(userCursorPrefix + strconv.FormatInt(createdAt, 10) + ":" + id))
+}
+
+func readUserCursor(c string) (int64, string, error) {
+	bad := models.Errorf(models.ErrBadUserInput, "after: %q is not a cursor of the user list", c)
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(raw), userCursorPrefix) {
+		return 0, "", bad
+	}
+	at, id, ok := strings.Cut(strings.TrimPrefix(string(raw), userCursorPrefix), ":")
+	n, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil || id == "" {
+		return 0, "", bad
+	}
+	return n, id, nil
 }

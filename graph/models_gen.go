@@ -160,6 +160,14 @@ type OAuthStart struct {
 	AuthorizationURL string `json:"authorizationUrl"`
 }
 
+// Where a page of a list ends (the GraphQL Cursor Connections specification).
+type PageInfo struct {
+	// Whether records follow this page: pass endCursor as after to read them.
+	HasNextPage bool `json:"hasNextPage"`
+	// The cursor of the page's last record; null for an empty page.
+	EndCursor *string `json:"endCursor,omitempty"`
+}
+
 type Query struct {
 }
 
@@ -226,4 +234,18 @@ type SavedEntityPage struct {
 }
 
 type Subscription struct {
+}
+
+// A page of users.
+type UserConnection struct {
+	Edges []*UserEdge `json:"edges"`
+	// The users of edges, in order.
+	Nodes    []*models.User `json:"nodes"`
+	PageInfo *PageInfo      `json:"pageInfo"`
+}
+
+// A user and its cursor.
+type UserEdge struct {
+	Cursor string       `json:"cursor"`
+	Node   *models.User `json:"node"`
 }

@@ -42,6 +42,21 @@ func (r *mutationResolver) RevokeAccessToken(ctx context.Context, id string) (*g
 	return accessToken(t), nil
 }
 
+func (r *queryResolver) Users(ctx context.Context, first *int, after *string) (*graph.UserConnection, error) {
+	if _, err := auth.RequireAdmin(ctx); err != nil {
+		return nil, err
+	}
+	size := 20
+	if first != nil {
+		size = *first
+	}
+	page, err := r.Auth.Users(ctx, size, deref(after))
+	if err != nil {
+		return nil, err
+	}
+	return userConnection(page), nil
+}
+
 func (r *queryResolver) AccessTokens(ctx context.Context, user string) ([]*graph.AccessToken, error) {
 	if _, err := auth.RequireAdmin(ctx); err != nil {
 		return nil, err

@@ -44,11 +44,22 @@ func (r *queryResolver) ValidateUIConfig(ctx context.Context, config models.JSON
 	return validator.CheckUIConfig(config, m, deref(extension)), nil
 }
 
+func (r *userResolver) Issuer(ctx context.Context, obj *models.User) (*string, error) {
+	return nonEmpty(obj.Issuer), nil
+}
+
+func (r *userResolver) Subject(ctx context.Context, obj *models.User) (*string, error) {
+	return nonEmpty(obj.Subject), nil
+}
+
 func (r *Resolver) Mutation() graph.MutationResolver { return &mutationResolver{r} }
 
 func (r *Resolver) Query() graph.QueryResolver { return &queryResolver{r} }
 
+func (r *Resolver) User() graph.UserResolver { return &userResolver{r} }
+
 type (
 	mutationResolver struct{ *Resolver }
 	queryResolver    struct{ *Resolver }
+	userResolver     struct{ *Resolver }
 )
