@@ -70,13 +70,14 @@ type IssuerKeys struct {
 	Now             func() time.Time
 	Log             *slog.Logger
 
-	mu        sync.Mutex
-	discovery *Discovery
-	keys      []jose.JSONWebKey
-	loadedAt  time.Time     // of the keys; zero: never loaded
-	triedAt   time.Time     // the last fetch begun
-	fetching  chan struct{} // closed when the fetch under way ends
-	fetchErr  error         // of the last fetch
+	mu          sync.Mutex
+	discovery   *Discovery
+	keys        []jose.JSONWebKey
+	loadedAt    time.Time     // of the keys; zero: never loaded
+	triedAt     time.Time     // the last fetch begun
+	refetchedAt time.Time     // the last fetch begun for an unknown kid, once loaded
+	fetching    chan struct{} // closed when the fetch under way ends
+	fetchErr    error         // of the last fetch
 }
 
 func (k *IssuerKeys) now() time.Time {
@@ -188,9 +189,12 @@ func keyFits(key *jose.JSONWebKey, alg string) bool {
 }
 
 // refresh fetches the keys, or waits for the fetch under way. Unless
-// always, it fetches only when RefetchInterval (firstLoadRetry before the
-// first success) has passed since the last fetch began; otherwise it
-// returns at once, the keys unchanged.
+// always (a first need, or the keys' age), it is a fetch for an unknown
+// kid: once the keys were loaded, it fetches only when RefetchInterval has
+// passed since the last fetch for an unknown kid began (before that, when
+// firstLoadRetry has passed since the last attempt); otherwise it returns
+// at once, the keys unchanged. The first load is not a fetch again, so a
+// key rotated in soon after the start is fetched at once.
 func (k *IssuerKeys) refresh(ctx context.Context, always bool) error {
 	k.mu.Lock()
 	if ch := k.fetching; ch != nil {
@@ -202,18 +206,21 @@ func (k *IssuerKeys) refresh(ctx context.Context, always bool) error {
 			return ctx.Err()
 		}
 	}
-	interval := k.RefetchInterval
+	interval, last := k.RefetchInterval, k.refetchedAt
 	if interval <= 0 {
 		interval = DefaultRefetchInterval
 	}
 	if k.loadedAt.IsZero() {
-		interval = min(interval, firstLoadRetry)
+		interval, last = min(interval, firstLoadRetry), k.triedAt
 	}
-	if !always && !k.triedAt.IsZero() && k.now().Sub(k.triedAt) < interval {
+	if !always && !last.IsZero() && k.now().Sub(last) < interval {
 		k.mu.Unlock()
 		return nil
 	}
 	ch := k.begin()
+	if !always && !k.loadedAt.IsZero() {
+		k.refetchedAt = k.triedAt
+	}
 	k.mu.Unlock()
 	k.run(ch)
 	return nil
