@@ -109,6 +109,8 @@ func truncateText(s string, n int) string {
 	return s
 }
 
+// writeProviderPage writes a page of the sign-in with the provider: its
+// title and message, and with next a page the browser goes on to at once.
 func writeProviderPage(w http.ResponseWriter, status int, title, message, next string) {
 	pageHeaders(w.Header(), "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'")
 	w.WriteHeader(status)

@@ -78,20 +78,24 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 		s.Error(w, r, models.Errorf(models.ErrForbidden, "sign out from this server's own pages"))
 		return
 	}
-	then := "/app/login"
+	end := ""
 	if c, err := r.Cookie(models.SessionCookie); err == nil {
-		end, err := s.SignOut(r.Context(), c.Value, s.baseURL(r)+"/app/login")
-		if err != nil {
+		if end, err = s.SignOut(r.Context(), c.Value, s.baseURL(r)+"/app/login"); err != nil {
 			s.Error(w, r, err)
 			return
-		}
-		if end != "" {
-			then = end // the identity provider ends its session, then sends the browser back
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: models.SessionCookie, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(0, 0),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.secure(r)})
-	http.Redirect(w, r, then, http.StatusSeeOther)
+	if end != "" && s.Provider != nil {
+		// The identity provider ends its session too, then sends the
+		// browser back to the sign-in page. The page goes there itself: a
+		// form's redirect to another site is refused by the pages' policy
+		// (form-action 'self').
+		writeProviderPage(w, http.StatusOK, "Signed out", "Signed out; ending your session at "+s.Provider.Name+".", end)
+		return
+	}
+	http.Redirect(w, r, "/app/login", http.StatusSeeOther)
 }
 
 // root sends a person to the app, which sends them on to sign in when

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -67,7 +68,7 @@ func Start(t testing.TB) *Provider {
 	rand.Read(key[:])
 	provider, err := op.NewProvider(&op.Config{
 		CryptoKey: key, DefaultLogoutRedirectURI: "/signed-out", CodeMethodS256: true, AuthMethodPost: true,
-	}, p.Store, op.StaticIssuer(p.Issuer), op.WithAllowInsecure())
+	}, p.Store, op.StaticIssuer(p.Issuer), op.WithAllowInsecure(), op.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,8 +501,8 @@ type client struct {
 	grants                []oidc.GrantType
 }
 
-func (c *client) GetID() string                   { return c.id }
-func (c *client) RedirectURIs() []string          { return c.redirects }
+func (c *client) GetID() string                    { return c.id }
+func (c *client) RedirectURIs() []string           { return c.redirects }
 func (c *client) PostLogoutRedirectURIs() []string { return c.postLogout }
 func (c *client) ApplicationType() op.ApplicationType {
 	return op.ApplicationTypeWeb
@@ -512,9 +513,11 @@ func (c *client) AuthMethod() oidc.AuthMethod {
 	}
 	return oidc.AuthMethodBasic
 }
-func (c *client) ResponseTypes() []oidc.ResponseType { return []oidc.ResponseType{oidc.ResponseTypeCode} }
-func (c *client) GrantTypes() []oidc.GrantType       { return c.grants }
-func (c *client) LoginURL(id string) string          { return "/login?authRequestID=" + url.QueryEscape(id) }
+func (c *client) ResponseTypes() []oidc.ResponseType {
+	return []oidc.ResponseType{oidc.ResponseTypeCode}
+}
+func (c *client) GrantTypes() []oidc.GrantType { return c.grants }
+func (c *client) LoginURL(id string) string    { return "/login?authRequestID=" + url.QueryEscape(id) }
 func (c *client) AccessTokenType() op.AccessTokenType {
 	return op.AccessTokenTypeJWT
 }
