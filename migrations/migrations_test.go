@@ -108,3 +108,58 @@ func TestTokenIDsForOldTokens(t *testing.T) {
 		}
 	})
 }
+
+// TestIssuerUsersOfAnExistingDatabase: version 14 keeps every user of
+// before as a token user (the empty issuer, the name as subject), after
+// which a user of an identity provider may share a token user's name, and
+// (issuer, subject) is one user.
+func TestIssuerUsersOfAnExistingDatabase(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		db, err := database.Open(b.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		log := slog.New(slog.DiscardHandler)
+		all := migrations.All
+		migrations.All = all[:13]
+		err = migrations.Apply(ctx, db, log)
+		migrations.All = all
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Write.Exec("INSERT INTO users (id, name, admin, created_at) VALUES ('usr_a', 'alice', 1, 1)").Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Write.Exec("INSERT INTO web_sessions (id_hash, user_id, created_at, expires_at) VALUES ('h', 'usr_a', 1, 2)").Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := migrations.Apply(ctx, db, log); err != nil {
+			t.Fatal(err)
+		}
+		var u database.UserRow
+		if err := db.Read.Where("id = ?", "usr_a").Take(&u).Error; err != nil || u.Issuer != "" || u.Subject != "alice" || u.Name != "alice" || !u.Admin {
+			t.Fatalf("the user of before: %+v %v", u, err)
+		}
+		var s database.WebSessionRow
+		if err := db.Read.Where("id_hash = ?", "h").Take(&s).Error; err != nil || s.Admin || s.EndHint != nil {
+			t.Fatalf("the session of before: %+v %v", s, err)
+		}
+		insert := func(id, name, issuer, subject string) error {
+			return db.Write.Exec("INSERT INTO users (id, name, admin, created_at, issuer, subject) VALUES (?, ?, 0, 2, ?, ?)", id, name, issuer, subject).Error
+		}
+		if err := insert("usr_b", "alice", "https://id.example.com", "sub-1"); err != nil {
+			t.Fatalf("an issuer's alice beside the token user alice: %v", err)
+		}
+		if err := insert("usr_c", "alice", "https://id.example.com", "sub-2"); err != nil {
+			t.Fatalf("two issuer users named alice: %v", err)
+		}
+		if err := insert("usr_d", "other", "https://id.example.com", "sub-1"); !database.IsDuplicate(err) {
+			t.Fatalf("a second user of one (issuer, subject): %v", err)
+		}
+		if err := insert("usr_e", "alice", "", "alice"); !database.IsDuplicate(err) {
+			t.Fatalf("a second token user alice: %v", err)
+		}
+	})
+}
