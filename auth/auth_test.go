@@ -13,7 +13,7 @@ import (
 	"pluginhost/models"
 )
 
-func open(t *testing.T, b testenv.Backend) *database.DB {
+func open(t testing.TB, b testenv.Backend) *database.DB {
 	t.Helper()
 	db, err := database.Open(b.DSN)
 	if err != nil {

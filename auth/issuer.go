@@ -3,7 +3,6 @@ package auth
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -69,9 +68,13 @@ type Issuer struct {
 	Now func() time.Time
 	Log *slog.Logger
 
-	mu    sync.Mutex
-	cache map[[32]byte]verified
+	mu         sync.Mutex
+	cache      map[string]verified // by the token itself: no hash to compute per request
+	cacheBytes int
 }
+
+// maxCachedJWTBytes bounds the tokens remembered, by their length.
+const maxCachedJWTBytes = 32 << 20
 
 // verified is a token remembered after its verification.
 type verified struct {
@@ -116,26 +119,18 @@ func (i *Issuer) now() time.Time {
 	return time.Now()
 }
 
-// LooksLikeJWT reports whether a credential has the form of a compact JWS:
-// three base64url parts separated by dots.
+// LooksLikeJWT reports whether a credential has the shape of a compact JWS,
+// three parts separated by dots, cheaply: whether the parts are base64url
+// is found when the token is read.
 func LooksLikeJWT(s string) bool {
-	if len(s) > MaxJWTLength || strings.Count(s, ".") != 2 {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return false
-		}
-	}
-	return true
+	return len(s) <= MaxJWTLength && strings.Count(s, ".") == 2
 }
 
 // Known returns the identity of a token verified before and not yet
 // expired, without I/O.
 func (i *Issuer) Known(token string) (Identity, bool) {
-	key := sha256.Sum256([]byte(token))
 	i.mu.Lock()
-	v, ok := i.cache[key]
+	v, ok := i.cache[token]
 	i.mu.Unlock()
 	if !ok || !i.now().Before(v.until) {
 		return Identity{}, false
@@ -159,10 +154,13 @@ func (i *Issuer) Verify(ctx context.Context, token string) (Identity, error) {
 	}
 	id := Identity{User: user, Ends: c.Expiry, Credential: token}
 	i.mu.Lock()
-	if i.cache == nil || len(i.cache) >= maxCached {
-		i.cache = map[[32]byte]verified{}
+	if i.cache == nil || len(i.cache) >= maxCached || i.cacheBytes+len(token) > maxCachedJWTBytes {
+		i.cache, i.cacheBytes = map[string]verified{}, 0
 	}
-	i.cache[sha256.Sum256([]byte(token))] = verified{id: id, until: c.Expiry.Add(Leeway)}
+	if _, ok := i.cache[token]; !ok {
+		i.cacheBytes += len(token)
+	}
+	i.cache[token] = verified{id: id, until: c.Expiry.Add(Leeway)}
 	i.mu.Unlock()
 	return id, nil
 }
@@ -203,7 +201,7 @@ type header struct {
 // verify checks a token's form, signature and claims, for one of the
 // audiences.
 func (i *Issuer) verify(ctx context.Context, token string, audiences []string) (*Claims, error) {
-	if !LooksLikeJWT(token) {
+	if !LooksLikeJWT(token) || !base64URLParts(token) {
 		return nil, refused("it is not a JWT")
 	}
 	rawHeader, err := base64.RawURLEncoding.DecodeString(token[:strings.IndexByte(token, '.')])
@@ -234,6 +232,18 @@ func (i *Issuer) verify(ctx context.Context, token string, audiences []string) (
 		return nil, refused("its signature does not verify with the issuer's key")
 	}
 	return i.checkClaims(payload, audiences)
+}
+
+// base64URLParts reports whether every character of a token is base64url
+// or a dot.
+func base64URLParts(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 func acceptedAlgorithm(alg string) bool {
