@@ -56,8 +56,28 @@ func BenchmarkIdentity(b *testing.B) {
 			b.Fatalf("%d %s", resp.StatusCode, out)
 		}
 	}
+	query(b, token) // the first request verifies and remembers
+	query(b, jwt)
+	// Interleaved: each iteration sends one request with each credential,
+	// in turn first, and times each, so that both see the same load on a
+	// shared machine; jwt/token is the ratio of their times.
+	b.Run("interleaved", func(b *testing.B) {
+		var took [2]time.Duration
+		creds := [2]string{token, jwt}
+		for i := 0; b.Loop(); i++ {
+			for k := range 2 {
+				c := (i + k) % 2
+				start := time.Now()
+				query(b, creds[c])
+				took[c] += time.Since(start)
+			}
+		}
+		n := float64(b.N)
+		b.ReportMetric(float64(took[0].Nanoseconds())/n, "token-ns/req")
+		b.ReportMetric(float64(took[1].Nanoseconds())/n, "jwt-ns/req")
+		b.ReportMetric(float64(took[1])/float64(took[0]), "jwt/token")
+	})
 	for _, c := range []struct{ name, credential string }{{"token", token}, {"jwt", jwt}} {
-		query(b, c.credential) // the first request verifies and remembers
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
