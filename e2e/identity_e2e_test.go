@@ -406,6 +406,21 @@ func TestSignInAttemptsLimited(t *testing.T) {
 	if r := get(t, srv.URL+"/app", basic); r.StatusCode != 429 {
 		t.Fatalf("HTTP Basic from the held address: %d", r.StatusCode)
 	}
+	// A websocket from the held address: connection_init closes 4403
+	// saying why.
+	d := websocket.Dialer{Subprotocols: []string{transportWS}}
+	conn, _, err := d.Dial(strings.Replace(srv.URL, "http://", "ws://", 1)+"/graphql", http.Header{"X-Forwarded-For": {"10.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.WriteJSON(wsMsg{Type: "connection_init", Payload: mustJSON(map[string]any{"Authorization": "Bearer " + alice})})
+	conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	_, _, err = conn.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != 4403 || !strings.Contains(ce.Text, "too many failed sign-in attempts") {
+		t.Fatalf("a websocket from the held address: %v", err)
+	}
+	conn.Close()
 	// Wrong JWTs and wrong passwords of the form count as well.
 	for i := range 5 {
 		if r := call("10.0.0.3", oidctest.Unsigned(p.Claims("x", []string{"pluginhost"}, time.Minute))); r.StatusCode != 401 {
