@@ -466,6 +466,12 @@ func TestSignInAttemptsLimited(t *testing.T) {
 	}
 }
 
+// waitBody waits for a page, perhaps still loading, to show text.
+func waitBody(p *browser.Page, text string) {
+	p.T().Helper()
+	waitUntil(p, fmt.Sprintf(`document.body !== null && document.body.innerText.indexOf(%q) >= 0`, text), 15*time.Second)
+}
+
 func fetchText(t *testing.T, u string) string {
 	t.Helper()
 	resp, err := httpClient.Get(u)
@@ -632,12 +638,19 @@ func TestSignInWithProvider(t *testing.T) {
 		if pg.EvalString(`document.cookie`) != "" {
 			t.Fatal("a cookie is readable by the page's scripts")
 		}
+		// The playground of a session that stands for no token calls the
+		// web host's endpoint, which the session authenticates.
+		var play string
+		pg.Eval(`fetch("/playground").then(r => r.text())`, &play)
+		if !strings.Contains(play, `"/app/-/graphql"`) || !strings.Contains(play, "X-Pluginhost-App") || strings.Contains(play, "Bearer") {
+			t.Fatalf("the playground of alice's session: %s", play)
+		}
 		returns := p.Returns()
 		back := returns[len(returns)-1]
 		// The same callback again in the same browser: the sign-in it
 		// belonged to is over.
 		pg.Do("Page.navigate", map[string]any{"url": back})
-		waitText(pg, "no sign-in is under way in this browser")
+		waitBody(pg, "no sign-in is under way in this browser")
 		// And with the cookie of the sign-in, replayed by another client:
 		// the provider refuses the used code.
 		req, _ := http.NewRequest("GET", back, nil)
@@ -674,7 +687,7 @@ func TestSignInWithProvider(t *testing.T) {
 
 		// A wrong state: refused, nobody signed in.
 		pg.Do("Page.navigate", map[string]any{"url": callback + "?state=wrong&code=whatever"})
-		waitText(pg, "not for the sign-in this browser began")
+		waitBody(pg, "not for the sign-in this browser began")
 		signedOut(pg)
 
 		// An ID token of another nonce: an attacker makes their own
@@ -715,7 +728,7 @@ func TestSignInWithProvider(t *testing.T) {
 			t.Fatalf("the attacker's code: %q", stolen)
 		}
 		pg.Do("Page.navigate", map[string]any{"url": stolen})
-		waitText(pg, "was not issued for the sign-in this browser began (nonce)")
+		waitBody(pg, "was not issued for the sign-in this browser began (nonce)")
 		signedOut(pg)
 
 		// bob signs in for himself: no admin.
