@@ -240,6 +240,9 @@ func (k *IssuerKeys) run(ch chan struct{}) {
 	k.mu.Lock()
 	k.fetchErr = err
 	if err == nil {
+		if k.loadedAt.IsZero() && k.Log != nil {
+			k.Log.Info("the identity provider's keys loaded", "issuer", k.Issuer, "keys", len(keys))
+		}
 		k.discovery, k.keys, k.loadedAt = d, keys, k.now()
 	} else if k.Log != nil {
 		k.Log.Warn("auth: fetching the identity provider's keys failed; the keys known are kept", "issuer", k.Issuer, "err", err)

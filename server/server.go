@@ -223,6 +223,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 		s.Issuer = &auth.Issuer{URL: cfg.OIDC.Issuer, Audiences: cfg.OIDC.Audiences, AdminClaim: cfg.OIDC.AdminClaim, AdminValue: cfg.OIDC.AdminValue,
 			DB: s.DB, Log: log, Keys: &auth.IssuerKeys{Issuer: cfg.OIDC.Issuer, HTTP: cfg.OIDC.HTTP, RefetchInterval: cfg.OIDC.KeysRefetch, Log: log}}
 		s.Authenticator.Issuer = s.Issuer
+		// The keys are fetched now, so that a wrong issuer shows in the log
+		// at start (a failure is logged, and the first token tries again).
+		go s.Issuer.Keys.Discovery(context.WithoutCancel(ctx))
 		log.Info("JWTs of the identity provider accepted", "issuer", cfg.OIDC.Issuer, "audiences", strings.Join(cfg.OIDC.Audiences, ","),
 			"admin_claim", cfg.OIDC.AdminClaim)
 	}
