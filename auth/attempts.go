@@ -39,7 +39,8 @@ const maxAddresses = 100000
 //
 // A refusal is TOO_MANY_REQUESTS with RetryAfter the rest of the window
 // (429 and Retry-After over HTTP), and is counted in /metrics
-// (pluginhost_signin_refusals_total) beside every invalid credential.
+// (pluginhost_signin_refusals_total, as the Authenticator counts every
+// invalid credential there).
 type Attempts struct {
 	// PerAddress, Overall and Window are the bounds; zero fields take their
 	// defaults.
@@ -116,7 +117,6 @@ func (a *Attempts) Fail(client string) {
 	if a == nil {
 		return
 	}
-	metrics.SignInRefused("invalid")
 	_, _, win := a.bounds()
 	now := a.now()
 	a.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"pluginhost/metrics"
 	"pluginhost/models"
 )
 
@@ -90,14 +91,17 @@ func (a *Authenticator) Bearer(ctx context.Context, client, credential string) (
 	return id, err
 }
 
-// failed counts a refused credential toward the client's attempts. A JWT
-// refused only for its time (expired, not yet valid) is the issuer's own
-// token arriving late or early, not a guess, and is not counted.
+// failed counts a refused credential in /metrics and toward the client's
+// attempts. A JWT refused only for its time (expired, not yet valid) is the
+// issuer's own token arriving late or early, not a guess, and one refused
+// because the issuer's keys could not be fetched is no fault of the
+// client's: neither counts toward the attempts.
 func (a *Authenticator) failed(client string, err error) {
 	var e *models.Error
 	if models.ErrorCode(err) != models.ErrUnauthenticated {
 		return
 	}
+	metrics.SignInRefused("invalid")
 	if errors.As(err, &e) && (e.Reason == ReasonTime || e.Reason == ReasonUnavailable) {
 		return
 	}
