@@ -77,6 +77,32 @@ func BenchmarkIdentity(b *testing.B) {
 		b.ReportMetric(float64(took[1].Nanoseconds())/n, "jwt-ns/req")
 		b.ReportMetric(float64(took[1])/float64(took[0]), "jwt/token")
 	})
+	// The same, through the handler in the process (no connection, no
+	// client): the server's own cost of each.
+	b.Run("handler", func(b *testing.B) {
+		var took [2]time.Duration
+		creds := [2]string{token, jwt}
+		h := env.Server.Handler
+		for i := 0; b.Loop(); i++ {
+			for k := range 2 {
+				c := (i + k) % 2
+				req := httptest.NewRequest("POST", "/graphql", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+creds[c])
+				w := httptest.NewRecorder()
+				start := time.Now()
+				h.ServeHTTP(w, req)
+				took[c] += time.Since(start)
+				if w.Code != 200 {
+					b.Fatalf("%d %s", w.Code, w.Body)
+				}
+			}
+		}
+		n := float64(b.N)
+		b.ReportMetric(float64(took[0].Nanoseconds())/n, "token-ns/req")
+		b.ReportMetric(float64(took[1].Nanoseconds())/n, "jwt-ns/req")
+		b.ReportMetric(float64(took[1])/float64(took[0]), "jwt/token")
+	})
 	for _, c := range []struct{ name, credential string }{{"token", token}, {"jwt", jwt}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
