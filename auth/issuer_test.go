@@ -61,6 +61,8 @@ func TestIssuerTokenRules(t *testing.T) {
 	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
 	small, _ := rsa.GenerateKey(rand.Reader, 1024)
+	ecPriv, ecKid := p.Store.AddKey(t, jose.ES256)
+	edPriv, edKid := p.Store.AddKey(t, jose.EdDSA)
 	claims := func(change func(map[string]any)) map[string]any {
 		c := p.Claims("sub-1", []string{"pluginhost"}, 5*time.Minute)
 		if change != nil {
@@ -77,6 +79,11 @@ func TestIssuerTokenRules(t *testing.T) {
 		{"a token of the provider's token endpoint", p.Token(t, oidctest.Mint{Subject: "sub-1", Audience: []string{"pluginhost"}}), ""},
 		{"aud may be one of several and list others", p.Token(t, oidctest.Mint{Subject: "sub-1", Audience: []string{"other", "console"}}), ""},
 		{"aud as a string", p.Sign(t, nil, claims(func(c map[string]any) { c["aud"] = "console" })), ""},
+		{"ES256 by a P-256 key the issuer publishes", oidctest.SignWith(t, ecPriv, jose.ES256, ecKid, nil, claims(nil)), ""},
+		{"EdDSA by an Ed25519 key the issuer publishes", oidctest.SignWith(t, edPriv, jose.EdDSA, edKid, nil, claims(nil)), ""},
+		{"RS256 under the issuer's EC kid", oidctest.SignWith(t, other, jose.RS256, ecKid, nil, claims(nil)), "does not fit"},
+		{"ES256 under the issuer's Ed25519 kid", oidctest.SignWith(t, ecKey, jose.ES256, edKid, nil, claims(nil)), "does not fit"},
+		{"EdDSA by another key under the issuer's Ed25519 kid", oidctest.SignWith(t, edKey, jose.EdDSA, edKid, nil, claims(nil)), "signature"},
 		{"wrong audience", p.Token(t, oidctest.Mint{Subject: "sub-1", Audience: []string{"someone-else"}}), "audience"},
 		{"no audience", p.Sign(t, nil, claims(func(c map[string]any) { delete(c, "aud") })), "audience"},
 		{"expired 2 minutes ago (past the 60 s leeway)", p.Token(t, oidctest.Mint{Subject: "sub-1", Audience: []string{"pluginhost"}, TTL: -2 * time.Minute}), "expired"},

@@ -14,6 +14,9 @@ package oidctest
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
@@ -368,6 +371,33 @@ func (s *Storage) Rotate(t testing.TB) string {
 	s.signing = k
 	s.mu.Unlock()
 	return k.id
+}
+
+// AddKey publishes a new key of the algorithm (ES256 on P-256, or EdDSA)
+// beside the others, without signing with it, and returns its private key
+// and id, for a test to sign with.
+func (s *Storage) AddKey(t testing.TB, alg jose.SignatureAlgorithm) (any, string) {
+	k := &signingKey{id: "k-" + randomID(), alg: alg}
+	switch alg {
+	case jose.ES256:
+		priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.priv, k.pub = priv, &priv.PublicKey
+	case jose.EdDSA:
+		pub, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.priv, k.pub = priv, pub
+	default:
+		t.Fatalf("AddKey: %s is not ES256 or EdDSA", alg)
+	}
+	s.mu.Lock()
+	s.keys = append(s.keys, k)
+	s.mu.Unlock()
+	return k.priv, k.id
 }
 
 // Withdraw stops publishing every key but the signing one.
