@@ -43,6 +43,8 @@ type Error struct {
 	Reason string
 	Detail string
 	Host   string
+	// Addr is the address refused (ReasonBlockedAddress), when one was.
+	Addr netip.Addr
 }
 
 func (e *Error) Error() string { return e.Reason + ": " + e.Detail }
@@ -95,7 +97,9 @@ func (p *Policy) Check(a netip.Addr) *Error {
 			}
 		}
 	}
-	return refuse(ReasonBlockedAddress, "%s is %s", a, name)
+	e := refuse(ReasonBlockedAddress, "%s is %s", a, name)
+	e.Addr = a.WithZone("")
+	return e
 }
 
 // Control is a net.Dialer Control: the authoritative address check. It runs

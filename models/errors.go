@@ -60,6 +60,10 @@ type Error struct {
 	// RetryAfter is how long a caller refused with TOO_MANY_REQUESTS must
 	// wait.
 	RetryAfter time.Duration
+	// Request and Host name the fetch a refused fetch round is about: the
+	// request's id in the round, and the host of its URL (with its port
+	// when not 443; empty when the URL names none).
+	Request, Host string
 }
 
 // Reasons of CAPABILITY_FAILED (GraphQL extensions.reason).
@@ -85,8 +89,8 @@ func CapabilityFailed(reason, format string, args ...any) *Error {
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
 // Extensions returns the error as a GraphQL error's extensions carry it
-// (and the CLI prints it): code, and reason, exitCode and problems when set.
-// The message is not among them.
+// (and the CLI prints it): code, and reason, exitCode, problems and the
+// refused fetch's request and host when set. The message is not among them.
 func (e *Error) Extensions() map[string]any {
 	ext := map[string]any{"code": string(e.Code)}
 	if e.Reason != "" {
@@ -94,6 +98,9 @@ func (e *Error) Extensions() map[string]any {
 	}
 	if e.ExitCode != nil {
 		ext["exitCode"] = *e.ExitCode
+	}
+	if e.Request != "" {
+		ext["request"], ext["host"] = e.Request, e.Host
 	}
 	if len(e.Problems) > 0 {
 		ext["problems"] = e.Problems

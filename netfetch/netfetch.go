@@ -13,10 +13,12 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strings"
@@ -143,20 +145,63 @@ type prepared struct {
 	credential [2]string // header and value, when a connection is named
 }
 
-func denied(format string, args ...any) error {
+func denied(format string, args ...any) *models.Error {
 	return models.CapabilityFailed(models.ReasonNetworkDenied, format, args...)
 }
 
+// named names the request and its host on an error that refuses a round:
+// in extensions.request and extensions.host, and at the head of its
+// message. Other errors pass unchanged.
+func named(err error, r sandbox.FetchRequest, host string) error {
+	var e *models.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	n := *e
+	n.Request, n.Host = r.ID, host
+	at := fmt.Sprintf("fetch %q", r.ID)
+	if host != "" {
+		at += " to " + host
+	}
+	n.Message = at + ": " + e.Message
+	return &n
+}
+
+// hostOf is the host (and port, when not 443) a request's URL names, as far
+// as it can be read: the name a refusal gives.
+func hostOf(raw string) string {
+	if t, e := egress.ParseURL(raw); e == nil {
+		return t.HostPort()
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// PrivateHint says how an operator opens an address the policy refused
+// (the range of that address alone when the refusal names one).
+func PrivateHint(e *egress.Error) string {
+	cidr := "CIDR"
+	if e.Addr.IsValid() {
+		cidr = netip.PrefixFrom(e.Addr, e.Addr.BitLen()).String()
+	}
+	return "a server reaches such an address only when its operator opens it with --egress-allow-private " + cidr + " (pluginhost serve or run)"
+}
+
 // check applies the policy to every request of the round before any is
-// made: one refusal refuses the round.
+// made: one refusal refuses the round, naming the request and its host.
 func (s *Service) check(ctx context.Context, run Run, reqs []sandbox.FetchRequest) ([]prepared, error) {
 	t := run.Target
 	m := t.Manifest
 	if !m.HasPermission(models.PermissionNetwork) {
-		return nil, denied("plugin %s does not request the network permission, so its capabilities cannot fetch", t.Installation.PluginID)
+		return nil, named(denied("plugin %s does not request the network permission, so its capabilities cannot fetch", t.Installation.PluginID),
+			reqs[0], hostOf(reqs[0].URL))
 	}
 	if !t.Instance.HasGrant(models.PermissionNetwork) {
-		return nil, denied("this Instance has no network grant: the user grants it (setInstanceGrant network) before its capabilities may fetch")
+		return nil, named(denied("this Instance has no network grant: the user grants it (setInstanceGrant network) before its capabilities may fetch"),
+			reqs[0], hostOf(reqs[0].URL))
 	}
 	var hosts []string
 	if m.Network != nil {
@@ -164,67 +209,9 @@ func (s *Service) check(ctx context.Context, run Run, reqs []sandbox.FetchReques
 	}
 	out := make([]prepared, len(reqs))
 	for i, r := range reqs {
-		p := prepared{req: r}
-		tgt, e := egress.ParseURL(r.URL)
-		if e != nil {
-			if e.Reason == egress.ReasonNotHTTPS {
-				return nil, denied("fetch %q: %s (%s); only https", r.ID, e.Detail, e.Host)
-			}
-			return nil, denied("fetch %q: the URL is not one the host fetches: %s", r.ID, e.Detail)
-		}
-		if tgt.IP.IsValid() {
-			return nil, denied("fetch %q: host %s is an IP address; network.hosts lists names", r.ID, tgt.Host)
-		}
-		if !models.HostsAllow(hosts, tgt.Host, tgt.Port) {
-			return nil, denied("fetch %q: host %s is not among the plugin's network.hosts", r.ID, tgt.HostPort())
-		}
-		p.target = tgt
-		method := strings.ToUpper(r.Method)
-		if r.Method == "" {
-			method = "GET"
-		}
-		if !methods[method] {
-			return nil, denied("fetch %q: method %q; one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS", r.ID, r.Method)
-		}
-		p.req.Method = method
-		if len(r.Headers) > maxHeaders {
-			return nil, denied("fetch %q: %d headers; at most %d", r.ID, len(r.Headers), maxHeaders)
-		}
-		for name, value := range r.Headers {
-			if !models.FetchHeaderAllowed(name) {
-				return nil, denied("fetch %q: header %q is not the module's to set (the host sets Authorization, Cookie, Host and the headers that frame a request)", r.ID, truncate(name, 64))
-			}
-			if len(value) > maxHeaderValue || strings.ContainsAny(value, "\r\n\x00") {
-				return nil, denied("fetch %q: the value of header %s holds a line break or is over %d bytes", r.ID, name, maxHeaderValue)
-			}
-		}
-		p.body = []byte(r.Body)
-		if r.BodyEncoding == "base64" {
-			b, err := base64.StdEncoding.DecodeString(r.Body)
-			if err != nil {
-				return nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch %q: the body is not base64: %v", r.ID, err)
-			}
-			p.body = b
-		}
-		if len(p.body) > MaxRequestBody {
-			return nil, denied("fetch %q: a body of %d bytes; at most %d", r.ID, len(p.body), MaxRequestBody)
-		}
-		if r.Connection != "" {
-			conn, ok := m.Connection(r.Connection)
-			if !ok {
-				return nil, denied("fetch %q: plugin %s declares no connection %q", r.ID, t.Installation.PluginID, r.Connection)
-			}
-			if !models.HostsAllow(conn.Hosts, tgt.Host, tgt.Port) {
-				return nil, denied("fetch %q: connection %q is sent only to its hosts (%s), not to %s", r.ID, conn.ID, strings.Join(conn.Hosts, ", "), tgt.HostPort())
-			}
-			if s.Credentials == nil {
-				return nil, models.CapabilityFailed(models.ReasonConnectionRequired, "fetch %q: connection %q cannot be used here", r.ID, conn.ID)
-			}
-			header, value, err := s.Credentials.Credential(ctx, t, conn)
-			if err != nil {
-				return nil, err
-			}
-			p.credential = [2]string{header, value}
+		p, err := s.prepare(ctx, t, hosts, r)
+		if err != nil {
+			return nil, named(err, r, hostOf(r.URL))
 		}
 		out[i] = p
 	}
@@ -234,11 +221,81 @@ func (s *Service) check(ctx context.Context, run Run, reqs []sandbox.FetchReques
 		if err := s.dialer.CheckHost(ctx, p.target.Host); err != nil {
 			var e *egress.Error
 			if errors.As(err, &e) {
-				return nil, denied("fetch %q: host %s: %s", p.req.ID, p.target.HostPort(), e.Detail)
+				return nil, named(denied("%s; %s", e.Detail, PrivateHint(e)), p.req, p.target.HostPort())
 			}
 		}
 	}
 	return out, nil
+}
+
+// prepare applies the policy to one request.
+func (s *Service) prepare(ctx context.Context, t *access.Target, hosts []string, r sandbox.FetchRequest) (prepared, error) {
+	p := prepared{req: r}
+	tgt, e := egress.ParseURL(r.URL)
+	if e != nil {
+		if e.Reason == egress.ReasonNotHTTPS {
+			return p, denied("%s", e.Detail)
+		}
+		return p, denied("the URL is not one the host fetches: %s", e.Detail)
+	}
+	if tgt.IP.IsValid() {
+		return p, denied("the host is an IP address; network.hosts lists names")
+	}
+	if len(hosts) == 0 {
+		return p, denied("the plugin lists no network.hosts, so its capabilities fetch nowhere (network.hosts is needed only for fetches)")
+	}
+	if !models.HostsAllow(hosts, tgt.Host, tgt.Port) {
+		return p, denied("the host is not among the plugin's network.hosts")
+	}
+	p.target = tgt
+	method := strings.ToUpper(r.Method)
+	if r.Method == "" {
+		method = "GET"
+	}
+	if !methods[method] {
+		return p, denied("method %q; one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS", r.Method)
+	}
+	p.req.Method = method
+	if len(r.Headers) > maxHeaders {
+		return p, denied("%d headers; at most %d", len(r.Headers), maxHeaders)
+	}
+	for name, value := range r.Headers {
+		if !models.FetchHeaderAllowed(name) {
+			return p, denied("header %q is not the module's to set (the host sets Authorization, Cookie, Host and the headers that frame a request)", truncate(name, 64))
+		}
+		if len(value) > maxHeaderValue || strings.ContainsAny(value, "\r\n\x00") {
+			return p, denied("the value of header %s holds a line break or is over %d bytes", name, maxHeaderValue)
+		}
+	}
+	p.body = []byte(r.Body)
+	if r.BodyEncoding == "base64" {
+		b, err := base64.StdEncoding.DecodeString(r.Body)
+		if err != nil {
+			return p, models.CapabilityFailed(models.ReasonBadOutput, "the body is not base64: %v", err)
+		}
+		p.body = b
+	}
+	if len(p.body) > MaxRequestBody {
+		return p, denied("a body of %d bytes; at most %d", len(p.body), MaxRequestBody)
+	}
+	if r.Connection != "" {
+		conn, ok := t.Manifest.Connection(r.Connection)
+		if !ok {
+			return p, denied("plugin %s declares no connection %q", t.Installation.PluginID, r.Connection)
+		}
+		if !models.HostsAllow(conn.Hosts, tgt.Host, tgt.Port) {
+			return p, denied("connection %q is sent only to its hosts (%s), not to %s", conn.ID, strings.Join(conn.Hosts, ", "), tgt.HostPort())
+		}
+		if s.Credentials == nil {
+			return p, models.CapabilityFailed(models.ReasonConnectionRequired, "connection %q cannot be used here", conn.ID)
+		}
+		header, value, err := s.Credentials.Credential(ctx, t, conn)
+		if err != nil {
+			return p, err
+		}
+		p.credential = [2]string{header, value}
+	}
+	return p, nil
 }
 
 // round checks and makes one round of requests, at once.
@@ -312,20 +369,21 @@ func (s *Service) do(ctx context.Context, p prepared) (sandbox.FetchAnswer, stor
 		var e *egress.Error
 		if errors.As(err, &e) {
 			rec.Duration, rec.Outcome = time.Since(begun), "network_denied"
-			return sandbox.FetchAnswer{}, rec, denied("fetch %q: host %s: %s", p.req.ID, rec.Host, e.Detail)
+			return sandbox.FetchAnswer{}, rec, named(denied("%s; %s", e.Detail, PrivateHint(e)), p.req, rec.Host)
 		}
-		kind, text := classify(ctx, err)
+		kind, text := Classify(ctx, err)
 		return finish(sandbox.FetchAnswer{Error: text}, kind)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody+1))
 	rec.BytesReceived = int64(len(data))
+	// A body that failed: the status and headers came, with the error.
 	if err != nil {
-		kind, text := classify(ctx, err)
-		return finish(sandbox.FetchAnswer{Error: text}, kind)
+		kind, text := Classify(ctx, err)
+		return finish(sandbox.FetchAnswer{Status: resp.StatusCode, Headers: headers(resp.Header), Error: text}, kind)
 	}
 	if len(data) > MaxResponseBody {
-		return finish(sandbox.FetchAnswer{Status: resp.StatusCode, Error: ErrorBodyTooLarge}, ErrorBodyTooLarge)
+		return finish(sandbox.FetchAnswer{Status: resp.StatusCode, Headers: headers(resp.Header), Error: ErrorBodyTooLarge}, ErrorBodyTooLarge)
 	}
 	a := sandbox.FetchAnswer{Status: resp.StatusCode, Headers: headers(resp.Header)}
 	if utf8.Valid(data) {
@@ -355,8 +413,14 @@ func headers(h http.Header) map[string]string {
 	return out
 }
 
-// classify names a transport failure for the module and the metrics.
-func classify(ctx context.Context, err error) (kind, text string) {
+// caHint says how an operator makes a server trust a private certificate
+// authority.
+const caHint = "the server trusts a private certificate authority only when its operator adds it with --egress-ca FILE (pluginhost serve and run)"
+
+// Classify names a transport failure for the module and the metrics: its
+// kind (one of the Error* constants) and the text the module is given,
+// which says what would make it work where the operator can.
+func Classify(ctx context.Context, err error) (kind, text string) {
 	var dns *net.DNSError
 	var certErr *tls.CertificateVerificationError
 	var recordErr tls.RecordHeaderError
@@ -368,14 +432,23 @@ func classify(ctx context.Context, err error) (kind, text string) {
 		return ErrorTimeout, ErrorTimeout
 	case errors.As(err, &dns):
 		return ErrorDNS, "dns: " + dns.Err
-	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr), errors.As(err, &recordErr):
-		return ErrorTLS, "tls: " + errText(err)
+	case errors.As(err, &recordErr):
+		return ErrorTLS, "tls: the server did not answer in TLS: is the port an https one?"
+	case errors.As(err, &hostErr):
+		return ErrorTLS, tlsText(err)
+	case errors.As(err, &certErr), errors.As(err, &unknownAuth):
+		return ErrorTLS, tlsText(err) + "; " + caHint
 	case strings.Contains(err.Error(), "connection refused"):
 		return ErrorConnectionRefused, ErrorConnectionRefused
 	case strings.Contains(err.Error(), "tls:"):
-		return ErrorTLS, "tls: " + errText(err)
+		return ErrorTLS, tlsText(err)
 	}
 	return ErrorOther, errText(err)
+}
+
+// tlsText is the text of a TLS failure, saying "tls:" once.
+func tlsText(err error) string {
+	return "tls: " + strings.Replace(errText(err), "tls: ", "", 1)
 }
 
 // errText is an error's text without the URL a *url.Error carries (its

@@ -95,6 +95,12 @@ func newWorld(t *testing.T) *world {
 	mux.HandleFunc("/limit", func(rw http.ResponseWriter, r *http.Request) {
 		rw.Write([]byte(strings.Repeat("a", netfetch.MaxResponseBody)))
 	})
+	mux.HandleFunc("/broken", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Length", "100")
+		rw.Header().Set("X-Kept", "yes")
+		rw.WriteHeader(http.StatusAccepted)
+		rw.Write([]byte("only ten.."))
+	})
 	mux.HandleFunc("/binary", func(rw http.ResponseWriter, r *http.Request) {
 		rw.Write([]byte{0xff, 0xfe, 0x00, 0x01})
 	})
@@ -126,13 +132,13 @@ func newWorld(t *testing.T) *world {
 		RootCAs: ca.Pool(),
 		Resolver: &resolver{names: map[string][]string{
 			"api.test": {"127.0.0.1"}, "other.test": {"127.0.0.1"}, "stranger.test": {"127.0.0.1"},
-			"private.test": {"10.0.0.7"}, "metadata.test": {"169.254.169.254"},
+			"private.test": {"10.0.0.7"}, "metadata.test": {"169.254.169.254"}, "loopback.test": {"127.0.0.9"},
 			"rebind.test": {"127.0.0.1", "169.254.169.254"},
 		}, rebind: map[string]int{"rebind.test": 0}},
 		Storage: env.Store,
 	}
 	hosts := []string{fmt.Sprintf("api.test:%d", w.port), fmt.Sprintf("rebind.test:%d", w.port), fmt.Sprintf("private.test:%d", w.port),
-		"metadata.test", fmt.Sprintf("stranger.test:%d", strangerPort), fmt.Sprintf("api.test:%d", closedPort)}
+		"metadata.test", fmt.Sprintf("stranger.test:%d", strangerPort), fmt.Sprintf("api.test:%d", closedPort), fmt.Sprintf("loopback.test:%d", w.port)}
 	w.run = netfetch.Run{
 		Target: &access.Target{
 			Instance:     &models.Instance{ID: "inst_fetch", Enabled: true, Grants: []string{models.PermissionNetwork}},
@@ -214,7 +220,10 @@ func TestFetchAnswers(t *testing.T) {
 	}
 }
 
-// Transport failures reach the module as error, and the round goes on.
+// Transport failures reach the module as error, and the round goes on. A
+// TLS failure says "tls" once and how an operator trusts a private
+// authority; an answer whose body failed holds its status and headers with
+// the error.
 func TestFetchTransportFailures(t *testing.T) {
 	w := newWorld(t)
 	hosts := w.run.Target.Manifest.Network.Hosts
@@ -227,13 +236,24 @@ func TestFetchTransportFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id, want := range map[string]string{"big": netfetch.ErrorBodyTooLarge, "tls": "tls: ", "refused": netfetch.ErrorConnectionRefused} {
+	for id, want := range map[string]string{"big": netfetch.ErrorBodyTooLarge, "tls": "tls: failed to verify certificate: x509: certificate signed by unknown authority",
+		"refused": netfetch.ErrorConnectionRefused} {
 		if !strings.HasPrefix(answers[id].Error, want) {
 			t.Errorf("%s: %+v, want error %s", id, answers[id], want)
 		}
 	}
+	if e := answers["tls"].Error; strings.Count(e, "tls:") != 1 || !strings.Contains(e, "--egress-ca FILE") {
+		t.Errorf("a TLS failure reads %q: want \"tls:\" once and --egress-ca", e)
+	}
+	if a := answers["big"]; a.Status != 200 {
+		t.Errorf("a body too large: %+v, want its status with the error", a)
+	}
 	if a := answers["limit"]; a.Error != "" || len(a.Body) != netfetch.MaxResponseBody {
 		t.Errorf("a body at the limit: error %q, %d bytes", a.Error, len(a.Body))
+	}
+	answers, err = w.fetch(t, sandbox.FetchRequest{ID: "broken", Method: "GET", URL: w.url("api.test", "/broken")})
+	if a := answers["broken"]; err != nil || a.Status != http.StatusAccepted || a.Headers["x-kept"] != "yes" || !strings.Contains(a.Error, "unexpected EOF") || a.Body != "" {
+		t.Errorf("a body cut short: %+v %v, want the status, the headers and the error", a, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -243,60 +263,72 @@ func TestFetchTransportFailures(t *testing.T) {
 	}
 }
 
-// Every refusal fails the run with network_denied (or connection_required)
-// and names the host; nothing is sent.
+// Every refusal fails the run with network_denied (or connection_required),
+// names the request and its host in the message and in extensions.request
+// and extensions.host, and says what would open it where an operator can;
+// nothing is sent.
 func TestFetchRefusals(t *testing.T) {
 	w := newWorld(t)
 	echo := w.url("api.test", "/echo")
+	api := fmt.Sprintf("api.test:%d", w.port)
 	for _, tt := range []struct {
 		name   string
 		change func(r *netfetch.Run)
 		req    sandbox.FetchRequest
 		reason string
+		host   string
 		says   string
 	}{
 		{"no permission", func(r *netfetch.Run) { r.Target.Manifest.Permissions = nil }, sandbox.FetchRequest{ID: "a", URL: echo},
-			models.ReasonNetworkDenied, "does not request the network permission"},
+			models.ReasonNetworkDenied, api, "does not request the network permission"},
 		{"no grant", func(r *netfetch.Run) { r.Target.Instance.Grants = nil }, sandbox.FetchRequest{ID: "a", URL: echo},
-			models.ReasonNetworkDenied, "no network grant"},
+			models.ReasonNetworkDenied, api, "no network grant"},
+		{"no network.hosts", func(r *netfetch.Run) { r.Target.Manifest.Network = nil }, sandbox.FetchRequest{ID: "a", URL: echo},
+			models.ReasonNetworkDenied, api, "lists no network.hosts"},
 		{"a host not listed", nil, sandbox.FetchRequest{ID: "a", URL: w.url("other.test", "/echo")},
-			models.ReasonNetworkDenied, "other.test"},
+			models.ReasonNetworkDenied, fmt.Sprintf("other.test:%d", w.port), "other.test"},
 		{"a listed host on another port", nil, sandbox.FetchRequest{ID: "a", URL: "https://api.test/echo"},
-			models.ReasonNetworkDenied, "api.test is not among"},
+			models.ReasonNetworkDenied, "api.test", "fetch \"a\" to api.test: the host is not among"},
 		{"plain http", nil, sandbox.FetchRequest{ID: "a", URL: strings.Replace(echo, "https:", "http:", 1)},
-			models.ReasonNetworkDenied, "only https"},
+			models.ReasonNetworkDenied, api, "only https"},
 		{"an IP literal", nil, sandbox.FetchRequest{ID: "a", URL: fmt.Sprintf("https://127.0.0.1:%d/echo", w.port)},
-			models.ReasonNetworkDenied, "127.0.0.1"},
+			models.ReasonNetworkDenied, fmt.Sprintf("127.0.0.1:%d", w.port), "127.0.0.1"},
 		{"userinfo", nil, sandbox.FetchRequest{ID: "a", URL: fmt.Sprintf("https://me@api.test:%d/echo", w.port)},
-			models.ReasonNetworkDenied, "userinfo"},
+			models.ReasonNetworkDenied, api, "userinfo"},
 		{"a private address the operator did not open", nil, sandbox.FetchRequest{ID: "a", URL: w.url("private.test", "/echo")},
-			models.ReasonNetworkDenied, "10.0.0.7"},
+			models.ReasonNetworkDenied, fmt.Sprintf("private.test:%d", w.port), "10.0.0.7 is private (10.0.0.0/8); a server reaches such an address only when its operator opens it with --egress-allow-private 10.0.0.7/32"},
+		{"a loopback address the operator did not open", nil, sandbox.FetchRequest{ID: "a", URL: w.url("loopback.test", "/echo")},
+			models.ReasonNetworkDenied, fmt.Sprintf("loopback.test:%d", w.port), "127.0.0.9 is loopback (127.0.0.0/8); a server reaches such an address only when its operator opens it with --egress-allow-private 127.0.0.9/32"},
 		{"the metadata address", nil, sandbox.FetchRequest{ID: "a", URL: "https://metadata.test/"},
-			models.ReasonNetworkDenied, "169.254.169.254"},
+			models.ReasonNetworkDenied, "metadata.test", "169.254.169.254"},
 		{"DNS rebinding, caught when dialled", nil, sandbox.FetchRequest{ID: "a", URL: w.url("rebind.test", "/echo")},
-			models.ReasonNetworkDenied, "dial-time check"},
+			models.ReasonNetworkDenied, fmt.Sprintf("rebind.test:%d", w.port), "dial-time check"},
 		{"an Authorization header", nil, sandbox.FetchRequest{ID: "a", URL: echo, Headers: map[string]string{"Authorization": "Bearer x"}},
-			models.ReasonNetworkDenied, "Authorization"},
+			models.ReasonNetworkDenied, api, "Authorization"},
 		{"a Cookie header", nil, sandbox.FetchRequest{ID: "a", URL: echo, Headers: map[string]string{"cookie": "a=b"}},
-			models.ReasonNetworkDenied, "cookie"},
+			models.ReasonNetworkDenied, api, "cookie"},
 		{"a Host header", nil, sandbox.FetchRequest{ID: "a", URL: echo, Headers: map[string]string{"Host": "internal"}},
-			models.ReasonNetworkDenied, "Host"},
+			models.ReasonNetworkDenied, api, "Host"},
 		{"Transfer-Encoding", nil, sandbox.FetchRequest{ID: "a", URL: echo, Headers: map[string]string{"Transfer-Encoding": "chunked"}},
-			models.ReasonNetworkDenied, "Transfer-Encoding"},
+			models.ReasonNetworkDenied, api, "Transfer-Encoding"},
 		{"a header value with a line break", nil, sandbox.FetchRequest{ID: "a", URL: echo, Headers: map[string]string{"X-A": "1\r\nHost: internal"}},
-			models.ReasonNetworkDenied, "line break"},
+			models.ReasonNetworkDenied, api, "line break"},
 		{"a header name that is not a token", nil, sandbox.FetchRequest{ID: "a", URL: echo, Headers: map[string]string{"X A:": "1"}},
-			models.ReasonNetworkDenied, "not the module's"},
+			models.ReasonNetworkDenied, api, "not the module's"},
 		{"a body past 64 KiB", nil, sandbox.FetchRequest{ID: "a", Method: "POST", URL: echo, Body: strings.Repeat("x", netfetch.MaxRequestBody+1)},
-			models.ReasonNetworkDenied, "65537 bytes"},
+			models.ReasonNetworkDenied, api, "65537 bytes"},
+		{"a body that is not base64", nil, sandbox.FetchRequest{ID: "a", Method: "POST", URL: echo, Body: "%%", BodyEncoding: "base64"},
+			models.ReasonBadOutput, api, "not base64"},
 		{"a method the host does not send", nil, sandbox.FetchRequest{ID: "a", Method: "CONNECT", URL: echo},
-			models.ReasonNetworkDenied, "CONNECT"},
+			models.ReasonNetworkDenied, api, "CONNECT"},
 		{"an undeclared connection", nil, sandbox.FetchRequest{ID: "a", URL: echo, Connection: "github"},
-			models.ReasonNetworkDenied, "no connection \"github\""},
+			models.ReasonNetworkDenied, api, "no connection \"github\""},
 		{"a connection sent off its hosts", nil, sandbox.FetchRequest{ID: "a", URL: w.url("rebind.test", "/echo"), Connection: "svc"},
-			models.ReasonNetworkDenied, "only to its hosts"},
+			models.ReasonNetworkDenied, fmt.Sprintf("rebind.test:%d", w.port), "only to its hosts"},
+		{"a connection that cannot be used", nil, sandbox.FetchRequest{ID: "a", URL: echo, Connection: "svc"},
+			models.ReasonConnectionRequired, api, "cannot be used"},
 		{"one bad request refuses the round", nil, sandbox.FetchRequest{ID: "b", URL: "http://api.test/"},
-			models.ReasonNetworkDenied, "only https"},
+			models.ReasonNetworkDenied, "api.test", "only https"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			run := w.run
@@ -320,6 +352,9 @@ func TestFetchRefusals(t *testing.T) {
 			var e *models.Error
 			if !errors.As(err, &e) || e.Reason != tt.reason || !strings.Contains(e.Message, tt.says) {
 				t.Fatalf("got %v, want %s saying %q", err, tt.reason, tt.says)
+			}
+			if ext := e.Extensions(); ext["request"] != tt.req.ID || ext["host"] != tt.host || !strings.HasPrefix(e.Message, fmt.Sprintf("fetch %q to %s: ", tt.req.ID, tt.host)) {
+				t.Fatalf("extensions %v (message %q), want request %q and host %q, the message naming it", ext, e.Message, tt.req.ID, tt.host)
 			}
 			if w.hitsOf("/echo") != before {
 				t.Fatal("a refused round reached the server")
