@@ -26,6 +26,13 @@
 // function runs once per run, and every run starts from the state after
 // initialization: nothing a run leaves in memory is seen by the next.
 //
+// A capability that needs the network answers kit.Fetching(requests...)
+// instead of a result: the host makes the requests and runs the capability
+// again with Request.Round one higher and the answers in Request.Fetched
+// (Request.Answer), at most 4 rounds. A round may carry a value to the next
+// run (Result.Carry, read with Request.Carried), so that a later round need
+// not fetch again what an earlier one learned.
+//
 // The package uses nothing but the standard library's encoding/json, so that
 // it adds little to a module.
 package kit

@@ -123,6 +123,49 @@ func TestServe(t *testing.T) {
 			want: `{"summary":"21.5 degrees","data":{},"evidence":[]}`,
 		},
 		{
+			name: "a round that carries what the next run needs",
+			handler: func(r *kit.Request) (*kit.Result, error) {
+				var seen map[string]any
+				if ok, err := r.Carried(&seen); ok || err != nil || seen != nil {
+					return nil, fmt.Errorf("the first run carried %v %v %v", ok, seen, err)
+				}
+				return kit.Fetching(kit.Get("now", "https://weather.example/now")).Carry(map[string]any{"city": "Oslo", "ids": []int{1, 2}}), nil
+			},
+			req:  `{"capability":"w","instance":{"id":"i"}}`,
+			want: `{"fetch":[{"id":"now","method":"GET","url":"https://weather.example/now"}],"carry":{"city":"Oslo","ids":[1,2]}}`,
+		},
+		{
+			name: "what the previous round carried",
+			handler: func(r *kit.Request) (*kit.Result, error) {
+				var carried struct {
+					City string
+					IDs  []int
+				}
+				if ok, err := r.Carried(&carried); !ok || err != nil {
+					return nil, fmt.Errorf("carried %v %v", ok, err)
+				}
+				return kit.Reply(fmt.Sprintf("%s %v", carried.City, carried.IDs), nil), nil
+			},
+			req:  `{"capability":"w","round":1,"instance":{"id":"i"},"fetched":{"now":{"status":200}},"carry":{"city":"Oslo","ids":[1,2]}}`,
+			want: `{"summary":"Oslo [1 2]","data":{},"evidence":[]}`,
+		},
+		{
+			name:    "a carry on a result that ends the run",
+			handler: func(r *kit.Request) (*kit.Result, error) { return kit.Reply("done", nil).Carry(1), nil },
+			req:     request,
+			code:    1,
+			stderr:  "kit: cannot write the result: Carry is for a round of fetches (kit.Fetching(...).Carry(v)); a result that ends the run carries nothing\n",
+		},
+		{
+			name: "a carry that is not JSON",
+			handler: func(r *kit.Request) (*kit.Result, error) {
+				return kit.Fetching(kit.Get("a", "https://x.example/")).Carry(func() {}), nil
+			},
+			req:    request,
+			code:   1,
+			stderr: "kit: cannot write the result: the round's carry is not JSON: json: unsupported type: func()\n",
+		},
+		{
 			name: "a failed fetch is the handler's error",
 			handler: func(r *kit.Request) (*kit.Result, error) {
 				if _, err := r.Answer("now"); !errors.Is(err, kit.ErrFetch) {
@@ -220,5 +263,33 @@ func TestItemsWithoutStorage(t *testing.T) {
 	var args map[string]any
 	if err := r.Args(&args); err != nil || args != nil {
 		t.Fatalf("no arguments: %v %v", args, err)
+	}
+}
+
+// A round carries at most kit.MaxCarry bytes of JSON: at the bound it is
+// written as it is; one byte past it the run fails and says how big it was
+// and the bound.
+func TestCarryBound(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		size   int // of the carry's JSON: a string of size-2 letters in quotes
+		code   int
+		stderr string
+	}{
+		{"at the bound", kit.MaxCarry, 0, ""},
+		{"one byte past it", kit.MaxCarry + 1, 1, "kit: cannot write the result: the round's carry encodes to 65537 bytes of JSON; at most 65536 (kit.MaxCarry) are carried to the next round: carry less, such as the ids to fetch again\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			value := strings.Repeat("x", tt.size-2)
+			code, res, stderr := serve(t, func(*kit.Request) (*kit.Result, error) {
+				return kit.Fetching(kit.Get("a", "https://x.example/")).Carry(value), nil
+			}, request)
+			if code != tt.code || stderr != tt.stderr {
+				t.Fatalf("exit %d, standard error %q; want %d, %q", code, stderr, tt.code, tt.stderr)
+			}
+			if tt.code == 0 && res["carry"] != value {
+				t.Fatalf("the carry written is %d bytes, want the %d given", len(fmt.Sprint(res["carry"])), len(value))
+			}
+		})
 	}
 }

@@ -35,6 +35,10 @@ type Request struct {
 	Round int `json:"round,omitempty"`
 	// Fetched holds the answers of the last round's fetches, by their id.
 	Fetched map[string]Response `json:"fetched,omitempty"`
+	// Carry is the JSON the run that asked for the last round carried to
+	// this one (Result.Carry); nil on the first run and when it carried
+	// nothing. Carried decodes it.
+	Carry json.RawMessage `json:"carry,omitempty"`
 }
 
 // Instance says which Instance a run is for.
@@ -100,9 +104,23 @@ func (r *Request) Evidence(namespace string, it Item) Evidence {
 	return Evidence{Type: "plugin_storage", InstanceID: r.Instance.ID, Namespace: namespace, Key: it.Key, Revision: it.Revision}
 }
 
+// Carried decodes what the previous round carried (Result.Carry) into v
+// and reports whether there was anything: false, and v unchanged, on the
+// first run or after a round that carried nothing.
+func (r *Request) Carried(v any) (bool, error) {
+	if len(r.Carry) == 0 {
+		return false, nil
+	}
+	if err := json.Unmarshal(r.Carry, v); err != nil {
+		return true, fmt.Errorf("carry: %w", err)
+	}
+	return true, nil
+}
+
 // Response is the answer to one fetch of the last round: a status, headers
 // and a body, or Error when the request could not be made (a refused
-// connection, a TLS error, a timeout, a body too large).
+// connection, a TLS error, a timeout) or its body could not be read (a body
+// too large, a connection cut): then Status and Headers are those that came.
 type Response struct {
 	Status       int               `json:"status,omitempty"`
 	Headers      map[string]string `json:"headers,omitempty"`

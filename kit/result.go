@@ -2,6 +2,7 @@ package kit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 )
@@ -27,6 +28,7 @@ type Result struct {
 	Notifications []Notification
 
 	fetch []Fetch
+	carry any
 }
 
 // Evidence is one cited item.
@@ -164,10 +166,37 @@ func Get(id, url string) Fetch { return Fetch{ID: id, Method: "GET", URL: url} }
 // answers in Request.Fetched and Request.Round one higher.
 func Fetching(fetches ...Fetch) *Result { return &Result{fetch: fetches} }
 
+// MaxCarry bounds what a round carries (Carry), as compact JSON.
+const MaxCarry = 64 << 10
+
+// Carry adds to a round of fetches (Fetching) a value the next run reads
+// in Request.Carry (Request.Carried): what this run learned that the next
+// needs, such as an earlier round's answer, instead of fetching it again.
+// It must encode to at most MaxCarry bytes of JSON, and is carried to the
+// next run only: a run that needs it later carries it again.
+func (r *Result) Carry(v any) *Result {
+	r.carry = v
+	return r
+}
+
 // encode writes the result as the host reads it.
 func (r *Result) encode() ([]byte, error) {
 	if r.fetch != nil {
-		return json.Marshal(map[string]any{"fetch": r.fetch})
+		out := map[string]any{"fetch": r.fetch}
+		if r.carry != nil {
+			carry, err := json.Marshal(r.carry)
+			if err != nil {
+				return nil, fmt.Errorf("the round's carry is not JSON: %w", err)
+			}
+			if len(carry) > MaxCarry {
+				return nil, fmt.Errorf("the round's carry encodes to %d bytes of JSON; at most %d (kit.MaxCarry) are carried to the next round: carry less, such as the ids to fetch again", len(carry), MaxCarry)
+			}
+			out["carry"] = json.RawMessage(carry)
+		}
+		return json.Marshal(out)
+	}
+	if r.carry != nil {
+		return nil, errors.New("Carry is for a round of fetches (kit.Fetching(...).Carry(v)); a result that ends the run carries nothing")
 	}
 	data := maps.Clone(r.Data)
 	if data == nil {

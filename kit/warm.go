@@ -7,7 +7,7 @@ import "encoding/json"
 // built again by every run.
 func init() {
 	var req Request
-	json.Unmarshal([]byte(`{"arguments":{},"query":"","instance":{},"plugin_storage":{"namespaces":{"n":[{"key":"k","value":{},"revision":1}]}},"fetched":{"f":{"headers":{}}}}`), &req)
+	json.Unmarshal([]byte(`{"arguments":{},"query":"","instance":{},"plugin_storage":{"namespaces":{"n":[{"key":"k","value":{},"revision":1}]}},"fetched":{"f":{"headers":{}}},"carry":{}}`), &req)
 	r := Reply("", map[string]any{"a": []any{1.0, "", true, nil, map[string]any{}}})
 	r.Do(Create("n", "k", 1), Delete("n", Item{}))
 	r.Notify(Notification{Actions: []ActionButton{{Action: Apply()}}})

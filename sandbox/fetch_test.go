@@ -103,8 +103,9 @@ func TestFetchRefusedAndTimed(t *testing.T) {
 	e := newEngine(t, Limits{Timeout: time.Second})
 	m := compileBytes(t, e, wasmtest.Reactor(t, reactors, "fetch"))
 	j := job(m, models.Capability{}, fetchArgs(1, "a"))
-	if _, _, err := e.Run(context.Background(), j); failure(t, err).Reason != models.ReasonNetworkDenied {
-		t.Fatalf("no fetcher: %v", err)
+	if _, _, err := e.Run(context.Background(), j); failure(t, err).Reason != models.ReasonNetworkDenied ||
+		failure(t, err).Request != "a" || failure(t, err).Host != "api.example.com" {
+		t.Fatalf("no fetcher: %v, want network_denied naming request a and its host", err)
 	}
 	j.Fetch = func(context.Context, int, []FetchRequest) (map[string]FetchAnswer, error) {
 		return nil, models.CapabilityFailed(models.ReasonConnectionRequired, "connection github is not connected")
@@ -123,5 +124,78 @@ func TestFetchRefusedAndTimed(t *testing.T) {
 	}
 	if d := time.Since(begun); d > 10*time.Second {
 		t.Fatalf("the run went on for %v past its second", d)
+	}
+}
+
+// A fetch output's carry reaches the next round's input, and that round's
+// only; it is at most MaxCarry bytes of JSON (compact): at the bound it is
+// carried, one byte past it the run fails saying both sizes.
+func TestFetchCarry(t *testing.T) {
+	e := newEngine(t, Limits{})
+	m := compileBytes(t, e, wasmtest.Reactor(t, reactors, "fetch"))
+	run := func(t *testing.T, args string) (map[string]json.RawMessage, error) {
+		t.Helper()
+		j := job(m, models.Capability{}, args)
+		j.Fetch = (&answering{}).fetch
+		res, _, err := e.Run(context.Background(), j)
+		if err != nil {
+			return nil, err
+		}
+		var data struct{ Request map[string]json.RawMessage }
+		json.Unmarshal(res.Data, &data)
+		return data.Request, nil
+	}
+
+	t.Run("round after round", func(t *testing.T) {
+		req, err := run(t, `{"rounds":3,"requests":[{"id":"a","method":"GET","url":"https://api.example.com/a"}],"carry":{"city":"Oslo"}}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `{"previous":{"previous":{"previous":null,"round":0,"value":{"city":"Oslo"}},"round":1,"value":{"city":"Oslo"}},"round":2,"value":{"city":"Oslo"}}`
+		if string(req["carry"]) != want {
+			t.Fatalf("the last run was carried %s, want %s", req["carry"], want)
+		}
+	})
+	t.Run("a round that carries nothing", func(t *testing.T) {
+		req, err := run(t, fetchArgs(2, "a"))
+		if _, ok := req["carry"]; err != nil || ok {
+			t.Fatalf("carried %s (%v) when nothing was", req["carry"], err)
+		}
+	})
+
+	raw := func(carry string) string {
+		out, _ := json.Marshal(map[string]any{"rounds": 1, "raw": `{"fetch":[{"id":"a","method":"GET","url":"https://api.example.com/a"}], "carry": ` + carry + `}`})
+		return string(out)
+	}
+	for _, tt := range []struct {
+		name  string
+		carry string // as the module writes it
+		want  string // what the next round reads, or the failure
+		fails bool
+	}{
+		{"at the bound", `"` + strings.Repeat("x", MaxCarry-2) + `"`, `"` + strings.Repeat("x", MaxCarry-2) + `"`, false},
+		{"at the bound once compact", "[\n  \"" + strings.Repeat("x", MaxCarry-4) + "\"\n]", `["` + strings.Repeat("x", MaxCarry-4) + `"]`, false},
+		{"one byte past the bound", `"` + strings.Repeat("x", MaxCarry-1) + `"`, "carry holds 65537 bytes of JSON (compact); at most 65536 are carried to the next round", true},
+		{"null carries nothing", `null`, "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := run(t, raw(tt.carry))
+			if tt.fails {
+				if f := failure(t, err); f.Reason != models.ReasonBadOutput || !strings.Contains(f.Message, tt.want) {
+					t.Fatalf("got %v, want bad_output saying %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(req["carry"]) != tt.want {
+				t.Fatalf("the next round read a carry of %d bytes, want %d", len(req["carry"]), len(tt.want))
+			}
+		})
+	}
+	if _, err := run(t, `{"rounds":1,"raw":"{\"fetch\":[{\"id\":\"a\",\"method\":\"GET\",\"url\":\"https://x.example/\"}],\"carried\":1}"}`); failure(t, err).Reason != models.ReasonBadOutput ||
+		!strings.Contains(err.Error(), `"carried" is not a member`) {
+		t.Fatalf("a member beside fetch and carry: %v", err)
 	}
 }

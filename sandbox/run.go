@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/url"
 	"time"
 
 	"pluginhost/jsonschema"
@@ -42,9 +43,11 @@ type Request struct {
 	// PluginStorage is present only when the manifest requests storage.
 	PluginStorage *PluginStorage `json:"plugin_storage,omitempty"`
 	// Round counts the fetch rounds made so far; Fetched holds the answers
-	// of the last one, by request id. Both are absent on the first run.
+	// of the last one, by request id; Carry is what the run that asked for
+	// them carried to this one. All are absent on the first run.
 	Round   int                    `json:"round,omitempty"`
 	Fetched map[string]FetchAnswer `json:"fetched,omitempty"`
+	Carry   json.RawMessage        `json:"carry,omitempty"`
 }
 
 // Fetch rounds: a module may answer, instead of an ExtensionResult, a list
@@ -52,6 +55,9 @@ type Request struct {
 const (
 	MaxFetchRounds   = 4 // rounds of fetches in one run
 	MaxFetchRequests = 4 // requests in one round
+	// MaxCarry bounds the JSON a fetch output carries to the next round
+	// ("carry"), compact.
+	MaxCarry = 64 << 10
 )
 
 // FetchRequest is one request a module asks the host to make.
@@ -174,7 +180,7 @@ func (e *Engine) Run(ctx context.Context, job Job) (*Result, Report, error) {
 		if err != nil {
 			return nil, rep, err
 		}
-		fetches, err := parseFetch(out.Stdout)
+		fetches, carry, err := parseFetch(out.Stdout)
 		if err != nil {
 			return nil, rep, err
 		}
@@ -189,7 +195,12 @@ func (e *Engine) Run(ctx context.Context, job Job) (*Result, Report, error) {
 			return nil, rep, models.CapabilityFailed(models.ReasonBadOutput, "the module asked for a fetch round after round %d; a run makes at most %d rounds, and the answer after the last must be an ExtensionResult", req.Round, MaxFetchRounds)
 		}
 		if job.Fetch == nil {
-			return nil, rep, models.CapabilityFailed(models.ReasonNetworkDenied, "capability %s asked to fetch %s, but runs here cannot reach the network", capability.ID, fetches[0].URL)
+			e := models.CapabilityFailed(models.ReasonNetworkDenied, "capability %s asked to fetch %s, but runs here cannot reach the network", capability.ID, fetches[0].URL)
+			e.Request = fetches[0].ID
+			if u, err := url.Parse(fetches[0].URL); err == nil {
+				e.Host = u.Host
+			}
+			return nil, rep, e
 		}
 		fctx, cancel := context.WithDeadline(ctx, deadline)
 		answers, err := job.Fetch(fctx, req.Round+1, fetches)
@@ -203,7 +214,7 @@ func (e *Engine) Run(ctx context.Context, job Job) (*Result, Report, error) {
 			return nil, rep, err
 		}
 		rep.Rounds++
-		req.Round, req.Fetched = req.Round+1, answers
+		req.Round, req.Fetched, req.Carry = req.Round+1, answers, carry
 	}
 
 	// 5. Its data, against output_schema.
@@ -253,43 +264,59 @@ func checkArguments(c models.Capability, args json.RawMessage) error {
 }
 
 // parseFetch reads standard output as a request for a round of fetches,
-// {"fetch": [...]}: nil when the output is something else (an ExtensionResult
-// for parseResult to read); bad_output when it is a malformed request.
-func parseFetch(stdout []byte) ([]FetchRequest, error) {
+// {"fetch": [...]} with an optional "carry" (any JSON, at most MaxCarry
+// bytes compact) for the next round: nil when the output is something else
+// (an ExtensionResult for parseResult to read); bad_output when it is a
+// malformed request.
+func parseFetch(stdout []byte) ([]FetchRequest, json.RawMessage, error) {
 	var probe struct {
 		Fetch json.RawMessage `json:"fetch"`
+		Carry json.RawMessage `json:"carry"`
 	}
 	trimmed := bytes.TrimSpace(stdout)
 	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &probe) != nil || probe.Fetch == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var raw map[string]json.RawMessage
 	json.Unmarshal(trimmed, &raw)
-	if len(raw) != 1 {
-		return nil, models.CapabilityFailed(models.ReasonBadOutput, "a fetch request is one object {\"fetch\": [...]} and nothing else")
+	for name := range raw {
+		if name != "fetch" && name != "carry" {
+			return nil, nil, models.CapabilityFailed(models.ReasonBadOutput, "a fetch request is one object {\"fetch\": [...], \"carry\": ...} and holds nothing else; %q is not a member of it", name)
+		}
+	}
+	var carry json.RawMessage
+	if len(probe.Carry) > 0 && string(probe.Carry) != "null" {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, probe.Carry); err != nil {
+			return nil, nil, models.CapabilityFailed(models.ReasonBadOutput, "carry: %v", err)
+		}
+		if compact.Len() > MaxCarry {
+			return nil, nil, models.CapabilityFailed(models.ReasonBadOutput, "carry holds %d bytes of JSON (compact); at most %d are carried to the next round: carry less, such as the ids to fetch again", compact.Len(), MaxCarry)
+		}
+		carry = compact.Bytes()
 	}
 	dec := json.NewDecoder(bytes.NewReader(probe.Fetch))
 	dec.DisallowUnknownFields()
 	var reqs []FetchRequest
 	if err := dec.Decode(&reqs); err != nil {
-		return nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch: %v", err)
+		return nil, nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch: %v", err)
 	}
 	if len(reqs) < 1 || len(reqs) > MaxFetchRequests {
-		return nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch holds %d requests; a round has 1 to %d", len(reqs), MaxFetchRequests)
+		return nil, nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch holds %d requests; a round has 1 to %d", len(reqs), MaxFetchRequests)
 	}
 	seen := map[string]bool{}
 	for i, r := range reqs {
 		switch {
 		case r.ID == "" || len(r.ID) > 64:
-			return nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch[%d].id must be 1 to 64 characters", i)
+			return nil, nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch[%d].id must be 1 to 64 characters", i)
 		case seen[r.ID]:
-			return nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch[%d].id %q is used twice in the round", i, r.ID)
+			return nil, nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch[%d].id %q is used twice in the round", i, r.ID)
 		case r.BodyEncoding != "" && r.BodyEncoding != "base64":
-			return nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch[%d].body_encoding %q: want base64 or none", i, r.BodyEncoding)
+			return nil, nil, models.CapabilityFailed(models.ReasonBadOutput, "fetch[%d].body_encoding %q: want base64 or none", i, r.BodyEncoding)
 		}
 		seen[r.ID] = true
 	}
-	return reqs, nil
+	return reqs, carry, nil
 }
 
 // parseResult reads standard output as exactly one ExtensionResult: summary
