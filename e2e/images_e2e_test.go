@@ -7,13 +7,15 @@ import (
 )
 
 // TestImageEndpoint: who may fetch (401, 403 for each missing condition) and
-// that the proxy's rules answer once they may.
+// that the proxy's rules answer once they may. Images need the network
+// permission and grant, not network.hosts (the plugin declares none).
 func TestImageEndpoint(t *testing.T) {
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	h := newHost(t, b)
 	alice, bob := h.user(t, "alice", false), h.user(t, "bob", false)
 	withNet := manifest("com.test.img", ns("n", 100))
 	withNet["permissions"] = []any{"storage", "network"}
+	withNet["network"] = map[string]any{}
 	_, ids := h.install(t, alice, withNet, 2)
 	_, noNet := h.install(t, alice, manifest("com.test.nonet", ns("n", 100)), 1)
 	grant := `mutation($i:ID!,$g:Boolean!){setInstanceGrant(instanceId:$i,permission:"network",granted:$g){grants}}`

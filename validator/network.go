@@ -16,6 +16,9 @@ const (
 )
 
 // network checks the network declaration and returns its host entries.
+// network.hosts is needed only for fetches: the network permission with no
+// hosts (no network member, or no hosts in it) shows images and fetches
+// nothing.
 func (c *checker) network(m *object, perms map[string]bool) []string {
 	v, ok := m.get("network")
 	if !ok {
@@ -30,15 +33,14 @@ func (c *checker) network(m *object, perms map[string]bool) []string {
 	}
 	hv, ok := n.get("hosts")
 	if !ok {
-		c.errorf("/network/hosts", CodeRequired, "network.hosts is required: 1 to %d hosts, such as api.example.com", models.MaxNetworkHosts)
 		return nil
 	}
 	a, ok := c.array("/network/hosts", hv)
 	if !ok {
 		return nil
 	}
-	if len(a) < 1 || len(a) > models.MaxNetworkHosts {
-		c.errorf("/network/hosts", CodeCount, "network.hosts has %d hosts; 1 to %d are allowed", len(a), models.MaxNetworkHosts)
+	if len(a) > models.MaxNetworkHosts {
+		c.errorf("/network/hosts", CodeCount, "network.hosts has %d hosts; at most %d are allowed", len(a), models.MaxNetworkHosts)
 	}
 	var hosts []string
 	seen := map[string]bool{}
@@ -154,7 +156,7 @@ func (c *checker) connectionHosts(p string, o *object, hosts []string) {
 			}
 		}
 		if !covered {
-			c.errorf(hp, CodeNetworkHost, "%q is not among network.hosts: a connection's hosts are a subset of them", s)
+			c.errorf(hp, CodeNetworkHost, "%q is not among network.hosts: a connection's hosts are a subset of them, so list it there too", s)
 		}
 	}
 }

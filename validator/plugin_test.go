@@ -116,6 +116,8 @@ func TestCheckPlugin(t *testing.T) {
 			[]fileProblem{{"ui/home_card.json", "/view/props/action/target", CodeUnknownTarget}}, nil},
 		{"images without the network permission", replace("manifest.json", `"permissions": ["storage", "network"]`, `"permissions": ["storage"]`),
 			[]fileProblem{{"ui/main.json", "/view/children/0/children/0/children/0/children/0/children/0/children/0/children/0/props/url", CodeNetworkPermission}}, nil},
+		{"images with the network permission and no network.hosts", replace("manifest.json", `"permissions": ["storage", "network"],`, `"permissions": ["storage", "network"], "network": {},`),
+			nil, nil},
 		{"newer features without min_host_version", replace("manifest.json", `"min_host_version": "1.7.12",`, ``),
 			[]fileProblem{
 				{"manifest.json", "/capabilities/0/input_schema", CodeMinHostVersion},
