@@ -14,6 +14,7 @@ import (
 // Lock order. Every transaction that locks rows of more than one table takes
 // them in one order, so that two of them can never wait for each other:
 //
+//  0. the plugin id's owner (plugin_owners), in an install or update only,
 //  1. the Installation's row (installations),
 //  2. its Instances' rows (instances), in ascending id order when several,
 //  3. their storage items (storage_items) and rows of other tables.

@@ -91,6 +91,16 @@ func (r InstallationRow) Model() (*models.Installation, error) {
 	}, nil
 }
 
+// PluginOwnerRow is a row of plugin_owners: the publisher key a plugin id
+// belongs to on this server, the one that first installed it.
+type PluginOwnerRow struct {
+	PluginID       string `gorm:"primaryKey"`
+	PublisherKeyID string
+	CreatedAt      int64
+}
+
+func (PluginOwnerRow) TableName() string { return "plugin_owners" }
+
 // InstanceRow is a row of instances.
 type InstanceRow struct {
 	ID              string `gorm:"primaryKey"`
@@ -233,9 +243,14 @@ type CredentialRow struct {
 
 func (CredentialRow) TableName() string { return "installation_credentials" }
 
-// OAuthStateRow is a row of oauth_states: an authorization under way.
+// OAuthStateRow is a row of oauth_states: an authorization under way. It
+// starts as the start link of startOAuth (State the hash of the link's
+// token, Browser empty) and becomes, when a browser signed in as UserID
+// opens the link, the provider's state (State the hash of the state,
+// Browser the hash of the browser's state cookie).
 type OAuthStateRow struct {
 	State          string `gorm:"primaryKey"`
+	Browser        string
 	InstallationID string
 	UserID         string
 	InstanceID     string
@@ -256,6 +271,11 @@ type OAuthClientRow struct {
 	ClientID     string
 	ClientSecret []byte // sealed
 	UpdatedAt    int64
+	// AuthorizationURL and TokenURL are the connection's URLs in the
+	// installed manifest when the admin set the client: the client is sent
+	// nowhere else.
+	AuthorizationURL string `gorm:"column:authorization_url"`
+	TokenURL         string `gorm:"column:token_url"`
 }
 
 func (OAuthClientRow) TableName() string { return "oauth_clients" }

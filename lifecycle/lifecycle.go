@@ -201,6 +201,9 @@ func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (
 	fresh := row
 	err = s.DB.Transact(ctx, func(tx *gorm.DB) error {
 		row, restored, changes = fresh, false, nil
+		if err := claimPluginID(tx, m.ID, pkg.KeyID, now); err != nil {
+			return err
+		}
 		var existing database.InstallationRow
 		err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
 			Where("user_id = ? AND plugin_id = ?", user.ID, m.ID).Take(&existing).Error
@@ -240,6 +243,26 @@ func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (
 		s.log().Info("plugin installed", "installation", row.ID, "plugin", m.ID, "version", m.Version, "user", user.ID, "publisher_key", pkg.KeyID)
 	}
 	return row.Model()
+}
+
+// claimPluginID makes keyID the owner of pluginID on this server when no
+// key owns it yet (the first install), and refuses a package of a plugin id
+// another publisher key owns. It locks the owner's row first, before the
+// Installation (the lock order of package database).
+func claimPluginID(tx *gorm.DB, pluginID, keyID string, now int64) error {
+	claim := database.PluginOwnerRow{PluginID: pluginID, PublisherKeyID: keyID, CreatedAt: now}
+	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&claim).Error; err != nil {
+		return err
+	}
+	var owner database.PluginOwnerRow
+	if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Where("plugin_id = ?", pluginID).Take(&owner).Error; err != nil {
+		return err
+	}
+	if owner.PublisherKeyID != keyID {
+		return models.Errorf(models.ErrPackageRejected, "plugin id %s belongs on this server to publisher key %s, which first installed it; this package is signed by publisher key %s. A publisher installs its own plugin ids only: choose another id",
+			pluginID, owner.PublisherKeyID, keyID)
+	}
+	return nil
 }
 
 func storageVersion(m *models.Manifest) int {

@@ -16,12 +16,12 @@ import (
 )
 
 // Update installs a newer package of an installed plugin: same plugin id, same
-// publisher key, a higher version. In one transaction it migrates the storage
+// publisher key (the one that owns the plugin id), a higher version. In one transaction it migrates the storage
 // of every Instance from the installed storage version to the package's, one
 // step at a time, and raises the package generation by one. Any failure
 // leaves the previous package, generation and data exactly as they were. It
-// locks in the order of package database (the Installation, then its
-// Instances, then their items), the order of every storage write, and runs
+// locks in the order of package database (the plugin id's owner, the
+// Installation, then its Instances, then their items), the order of every storage write, and runs
 // again when the database aborts it as a deadlock or lock wait timeout.
 func (s *Service) Update(ctx context.Context, user *models.User, installationID string, data []byte) (*models.Installation, error) {
 	pkg, m, err := s.OpenPackage(ctx, data)
@@ -32,16 +32,16 @@ func (s *Service) Update(ctx context.Context, user *models.User, installationID 
 	if err != nil {
 		return nil, err
 	}
-	if err := samePlugin(cur.PluginID, cur.PublisherKeyID, m, pkg); err != nil {
-		return nil, err
-	}
-	if models.CompareVersions(m.Version, cur.Version) <= 0 {
-		return nil, models.Errorf(models.ErrPackageRejected, "version %s is not newer than the installed version %s; an update raises the version", m.Version, cur.Version)
+	if m.ID != cur.PluginID {
+		return nil, samePlugin(cur.PluginID, cur.PublisherKeyID, m, pkg)
 	}
 	var changes []models.StorageChange
 	var row database.InstallationRow
 	err = s.DB.Transact(ctx, func(tx *gorm.DB) error {
 		row = database.InstallationRow{}
+		if err := claimPluginID(tx, m.ID, pkg.KeyID, time.Now().UnixMicro()); err != nil {
+			return err
+		}
 		if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
 			Where("id = ? AND user_id = ? AND status = ?", installationID, user.ID, models.InstallationInstalled).Take(&row).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -51,6 +51,9 @@ func (s *Service) Update(ctx context.Context, user *models.User, installationID 
 		}
 		if row.Generation != cur.Generation {
 			return models.Errorf(models.ErrConflict, "the Installation changed while the update was prepared (generation %d, now %d); try again", cur.Generation, row.Generation)
+		}
+		if models.CompareVersions(m.Version, row.Version) <= 0 {
+			return models.Errorf(models.ErrPackageRejected, "version %s is not newer than the installed version %s; an update raises the version", m.Version, row.Version)
 		}
 		var err error
 		changes, err = s.replacePackage(ctx, tx, &row, pkg, m)
@@ -157,7 +160,7 @@ func samePlugin(pluginID, keyID string, m *models.Manifest, pkg *bundle.Package)
 		return models.Errorf(models.ErrPackageRejected, "the package is plugin %s, not the installed %s; the plugin id cannot change", m.ID, pluginID)
 	}
 	if pkg.KeyID != keyID {
-		return models.Errorf(models.ErrPackageRejected, "the package is signed by publisher key %s, not by %s that signed the installed plugin; the publisher cannot change", pkg.KeyID, keyID)
+		return models.Errorf(models.ErrPackageRejected, "the package of plugin %s is signed by publisher key %s, not by %s that signed the installed plugin; the publisher cannot change", pluginID, pkg.KeyID, keyID)
 	}
 	return nil
 }

@@ -42,6 +42,7 @@ var All = []Migration{
 	{12, "sign-in sessions of the web host", webSessions},
 	{13, "the rendered result of the newest response containers, for the web host's response surface", responseData},
 	{14, "users of the operator's identity provider, and web host sessions signed in with it", issuerUsers},
+	{15, "plugin ids owned by the publisher key that first installed them; OAuth clients bound to the URLs the admin saw", publishers},
 }
 
 type appliedRow struct {

@@ -163,3 +163,72 @@ func TestIssuerUsersOfAnExistingDatabase(t *testing.T) {
 		}
 	})
 }
+
+// TestPublishersOfExistingPlugins: version 15 gives every plugin id installed
+// before it the key of its oldest Installation, and binds every OAuth client
+// set before it to the URLs of the newest installed package of its plugin
+// by that key; a client whose plugin is not installed is bound to nothing
+// (unusable until an admin sets it again).
+func TestPublishersOfExistingPlugins(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		db, err := database.Open(b.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		log := slog.New(slog.DiscardHandler)
+		all := migrations.All
+		var before []migrations.Migration
+		for _, m := range all {
+			if m.Version < 15 {
+				before = append(before, m)
+			}
+		}
+		migrations.All = before
+		err = migrations.Apply(ctx, db, log)
+		migrations.All = all
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest := func(token string) string {
+			return `{"id":"com.test.p","connections":[{"id":"gh","kind":"oauth2","oauth2":{"authorization_url":"https://a.example/auth","token_url":"` + token + `"}}]}`
+		}
+		for _, in := range []struct {
+			id, user, plugin, version, key, status, manifest string
+			created, updated                                 int64
+		}{
+			{"inl_b", "usr_2", "com.test.p", "3.0.0", "keyB", "installed", manifest("https://evil.example/token"), 2, 9},
+			{"inl_a", "usr_1", "com.test.p", "1.0.0", "keyA", "installed", manifest("https://a.example/token-old"), 1, 3},
+			{"inl_c", "usr_3", "com.test.p", "1.10.0", "keyA", "installed", manifest("https://a.example/token"), 5, 2},
+			{"inl_d", "usr_3", "com.test.gone", "1.0.0", "keyC", "uninstalled", `{"id":"com.test.gone"}`, 1, 1},
+		} {
+			if err := db.Write.Exec(`INSERT INTO installations (id, user_id, plugin_id, name, version, publisher_key_id, generation, storage_version,
+				data_policy, status, manifest, package_sha256, created_at, updated_at) VALUES (?, ?, ?, 'P', ?, ?, 1, 0, 'retain', ?, ?, '', ?, ?)`,
+				in.id, in.user, in.plugin, in.version, in.key, in.status, in.manifest, in.created, in.updated).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range []struct{ plugin, conn string }{{"com.test.p", "gh"}, {"com.test.gone", "gh"}} {
+			if err := db.Write.Exec("INSERT INTO oauth_clients (plugin_id, connection, client_id, client_secret, updated_at) VALUES (?, ?, 'id', ?, 1)",
+				c.plugin, c.conn, []byte("sealed")).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := migrations.Apply(ctx, db, log); err != nil {
+			t.Fatal(err)
+		}
+		var owners []database.PluginOwnerRow
+		db.Read.Order("plugin_id").Find(&owners)
+		if len(owners) != 2 || owners[0].PluginID != "com.test.gone" || owners[0].PublisherKeyID != "keyC" ||
+			owners[1].PluginID != "com.test.p" || owners[1].PublisherKeyID != "keyA" {
+			t.Fatalf("owners %+v: want com.test.p to keyA (its oldest Installation), com.test.gone to keyC", owners)
+		}
+		var clients []database.OAuthClientRow
+		db.Read.Order("plugin_id").Find(&clients)
+		if len(clients) != 2 || clients[0].TokenURL != "" || clients[0].AuthorizationURL != "" ||
+			clients[1].TokenURL != "https://a.example/token" || clients[1].AuthorizationURL != "https://a.example/auth" {
+			t.Fatalf("clients %+v: want com.test.p bound to keyA's newest version (1.10.0), com.test.gone to nothing", clients)
+		}
+	})
+}
