@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -27,7 +28,9 @@ import (
 
 	"pluginhost/access"
 	"pluginhost/database"
+	"pluginhost/egress"
 	"pluginhost/models"
+	"pluginhost/netfetch"
 	"pluginhost/secret"
 )
 
@@ -37,8 +40,19 @@ const (
 	StateLifetime = 10 * time.Minute
 	// MaxAPIKeyBytes bounds an API key.
 	MaxAPIKeyBytes = 4096
+	// StartPath is the start link startOAuth answers, on this server: a
+	// browser signed in as the user who asked opens it, and is sent on to
+	// the provider.
+	StartPath = models.OAuthStartPath
 	// CallbackPath is where providers send the user back.
 	CallbackPath = "/v1/oauth/callback"
+	// StateCookie binds an authorization to the browser that opened its
+	// start link: set by StartPath, required by CallbackPath (HttpOnly,
+	// SameSite=Lax, so that it comes back on the provider's redirect).
+	StateCookie = "pluginhost_oauth"
+	// StateCookiePath is the cookie's path: the start link and the
+	// callback, nothing else.
+	StateCookiePath = "/v1/oauth/"
 	// refreshAhead is how long before it expires an access token is
 	// refreshed.
 	refreshAhead = 30 * time.Second
@@ -101,6 +115,10 @@ func declared(t *access.Target, id string) (models.Connection, error) {
 
 // List returns the connections the target's manifest declares, each with
 // whether this Instance has it connected.
+//
+// An OAuth connection whose client was set for other URLs than the
+// manifest's (the package changed them since) is not connected: it cannot
+// be used until an admin sets the client again.
 func (s *Service) List(ctx context.Context, t *access.Target) ([]Status, error) {
 	if len(t.Manifest.Connections) == 0 {
 		return []Status{}, nil
@@ -114,10 +132,21 @@ func (s *Service) List(ctx context.Context, t *access.Target) ([]Status, error) 
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
+	var clients []database.OAuthClientRow
+	if err := s.DB.Read.WithContext(ctx).Select("connection", "authorization_url", "token_url").
+		Where("plugin_id = ?", t.Installation.PluginID).Find(&clients).Error; err != nil {
+		return nil, err
+	}
+	usable := map[string]bool{}
+	for _, cl := range clients {
+		if c, ok := t.Manifest.Connection(cl.Connection); ok && boundTo(cl, c) == nil {
+			usable[c.ID] = true
+		}
+	}
 	out := make([]Status, 0, len(t.Manifest.Connections))
 	for _, c := range t.Manifest.Connections {
 		st := Status{ID: c.ID, Label: c.Label, Kind: c.Kind}
-		if r, ok := byName[c.ID]; ok && r.Kind == c.Kind {
+		if r, ok := byName[c.ID]; ok && r.Kind == c.Kind && (c.Kind != models.ConnectionOAuth2 || usable[c.ID]) {
 			st.Connected, st.Account = true, r.Account
 			if r.ExpiresAt > 0 {
 				at := time.UnixMicro(r.ExpiresAt).UTC()
@@ -194,8 +223,12 @@ func (s *Service) Disconnect(ctx context.Context, c models.Caller, instanceID, c
 	})
 }
 
-// SetOAuthClient sets the operator's OAuth client of a plugin's
-// connection; admins only.
+// SetOAuthClient sets the operator's OAuth client of a plugin's connection;
+// admins only. The client is bound to the connection's authorization_url and
+// token_url as the newest package of the plugin installed on this server
+// names them, and is sent to no other URL: a later package that changes
+// either leaves the connection unusable until an admin sets the client
+// again.
 func (s *Service) SetOAuthClient(ctx context.Context, admin *models.User, pluginID, connection, clientID, clientSecret string) error {
 	if admin == nil || !admin.Admin {
 		return models.Errorf(models.ErrForbidden, "only an admin sets OAuth clients")
@@ -210,38 +243,118 @@ func (s *Service) SetOAuthClient(ctx context.Context, admin *models.User, plugin
 	case len(clientSecret) > 4096 || strings.IndexFunc(clientSecret, unicode.IsControl) >= 0:
 		return models.Errorf(models.ErrInvalid, "clientSecret must be at most 4096 characters without control characters")
 	}
+	m, version, err := s.installedManifest(ctx, pluginID)
+	if err != nil {
+		return err
+	}
+	conn, ok := m.Connection(connection)
+	if !ok || conn.Kind != models.ConnectionOAuth2 || conn.OAuth2 == nil {
+		return models.Errorf(models.ErrInvalid, "plugin %s %s, as installed, declares no OAuth connection %q", pluginID, version, connection)
+	}
 	row := database.OAuthClientRow{PluginID: pluginID, Connection: connection, ClientID: clientID,
-		ClientSecret: s.Sealer.Seal([]byte(clientSecret), "client/"+pluginID+"/"+connection), UpdatedAt: s.now().UnixMicro()}
-	return s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		ClientSecret: s.Sealer.Seal([]byte(clientSecret), "client/"+pluginID+"/"+connection), UpdatedAt: s.now().UnixMicro(),
+		AuthorizationURL: conn.OAuth2.AuthorizationURL, TokenURL: conn.OAuth2.TokenURL}
+	err = s.DB.Transact(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("plugin_id = ? AND connection = ?", pluginID, connection).Delete(&database.OAuthClientRow{}).Error; err != nil {
 			return err
 		}
 		return tx.Create(&row).Error
 	})
+	if err != nil {
+		return err
+	}
+	s.log().Info("oauth client set", "plugin", pluginID, "connection", connection, "version", version,
+		"authorization_url", conn.OAuth2.AuthorizationURL, "token_url", conn.OAuth2.TokenURL, "by", admin.ID)
+	return nil
 }
 
-// client returns the operator's client of a plugin's connection.
-func (s *Service) client(ctx context.Context, pluginID, connection string) (id, secretText string, err error) {
+// installedManifest returns the manifest of the newest version of a plugin
+// installed on this server (by any user), and that version.
+func (s *Service) installedManifest(ctx context.Context, pluginID string) (*models.Manifest, string, error) {
+	var versions []string
+	if err := s.DB.Read.WithContext(ctx).Model(&database.InstallationRow{}).Distinct("version").
+		Where("plugin_id = ? AND status = ?", pluginID, models.InstallationInstalled).Pluck("version", &versions).Error; err != nil {
+		return nil, "", err
+	}
+	if len(versions) == 0 {
+		return nil, "", models.Errorf(models.ErrInvalid, "plugin %s is not installed on this server: a client is bound to the URLs its installed manifest names, so set it once the plugin is installed", pluginID)
+	}
+	newest := versions[0]
+	for _, v := range versions[1:] {
+		if models.CompareVersions(v, newest) > 0 {
+			newest = v
+		}
+	}
+	var row database.InstallationRow
+	if err := s.DB.Read.WithContext(ctx).Select("id", "manifest").Where("plugin_id = ? AND status = ? AND version = ?", pluginID, models.InstallationInstalled, newest).
+		Order("updated_at DESC, id").Take(&row).Error; err != nil {
+		return nil, "", err
+	}
+	instl, err := row.Model()
+	if err != nil {
+		return nil, "", err
+	}
+	return instl.Manifest, newest, nil
+}
+
+// oauthClient is the operator's client of a connection, with the URLs it
+// is bound to.
+type oauthClient struct {
+	id, secret                 string
+	authorizationURL, tokenURL string
+}
+
+// boundTo refuses a client row for a connection whose manifest names other
+// URLs than the ones the client was set for.
+func boundTo(row database.OAuthClientRow, conn models.Connection) error {
+	switch {
+	case conn.OAuth2 == nil:
+		return fmt.Errorf("connection %q is not an OAuth connection", conn.ID)
+	case row.TokenURL != conn.OAuth2.TokenURL:
+		return fmt.Errorf("its OAuth client was set for the token URL %s, and the installed package names %s", row.TokenURL, conn.OAuth2.TokenURL)
+	case row.AuthorizationURL != conn.OAuth2.AuthorizationURL:
+		return fmt.Errorf("its OAuth client was set for the authorization URL %s, and the installed package names %s", row.AuthorizationURL, conn.OAuth2.AuthorizationURL)
+	}
+	return nil
+}
+
+// clientFor returns the operator's client of a connection as the target's
+// manifest declares it: only when the manifest names the URLs the client was
+// set for. unusable makes the error of a client that is missing or bound to
+// other URLs.
+func (s *Service) clientFor(ctx context.Context, pluginID string, conn models.Connection, unusable func(format string, args ...any) error) (*oauthClient, error) {
 	var row database.OAuthClientRow
-	err = s.DB.Read.WithContext(ctx).Where("plugin_id = ? AND connection = ?", pluginID, connection).Take(&row).Error
+	err := s.DB.Read.WithContext(ctx).Where("plugin_id = ? AND connection = ?", pluginID, conn.ID).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return "", "", models.Errorf(models.ErrInvalid, "the server has no OAuth client for connection %q of plugin %s: an admin sets one (setOAuthClient)", connection, pluginID)
+		return nil, unusable("the server has no OAuth client for connection %q of plugin %s: an admin sets one (setOAuthClient)", conn.ID, pluginID)
 	}
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	plain, err := s.Sealer.Open(row.ClientSecret, "client/"+pluginID+"/"+connection)
+	if err := boundTo(row, conn); err != nil {
+		return nil, unusable("connection %q of plugin %s cannot be used: %v; an admin sets the client again (setOAuthClient) to send it there", conn.ID, pluginID, err)
+	}
+	plain, err := s.Sealer.Open(row.ClientSecret, "client/"+pluginID+"/"+conn.ID)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	return row.ClientID, string(plain), nil
+	return &oauthClient{id: row.ClientID, secret: string(plain), authorizationURL: row.AuthorizationURL, tokenURL: row.TokenURL}, nil
+}
+
+// invalid is the error of a connection that cannot start an authorization.
+func invalid(format string, args ...any) error {
+	return models.Errorf(models.ErrInvalid, format, args...)
+}
+
+// required is the error of a run whose connection cannot be used.
+func required(format string, args ...any) error {
+	return models.CapabilityFailed(models.ReasonConnectionRequired, format, args...)
 }
 
 // StartOAuth begins the authorization of an oauth2 connection of the
-// caller's enabled Instance and returns the provider's authorization URL
-// for the user to open. The provider sends the user back to baseURL +
-// CallbackPath with a state that is used once, is bound to the user and the
-// Instance, and expires after StateLifetime.
+// caller's enabled Instance and returns its start link on this server
+// (baseURL + StartPath), to be opened, once and within StateLifetime, in a
+// browser signed in as the caller (Begin).
 func (s *Service) StartOAuth(ctx context.Context, c models.Caller, instanceID, connection, baseURL string) (string, error) {
 	t, err := s.Gate.Open(ctx, c, instanceID, access.Use)
 	if err != nil {
@@ -254,20 +367,19 @@ func (s *Service) StartOAuth(ctx context.Context, c models.Caller, instanceID, c
 	if conn.Kind != models.ConnectionOAuth2 || conn.OAuth2 == nil {
 		return "", models.Errorf(models.ErrInvalid, "connection %q takes a key (connectApiKey), not OAuth", connection)
 	}
-	clientID, _, err := s.client(ctx, t.Installation.PluginID, connection)
-	if err != nil {
+	if _, err := s.clientFor(ctx, t.Installation.PluginID, conn, invalid); err != nil {
 		return "", err
 	}
-	state, verifier := randomToken(32), randomToken(48)
-	redirect := strings.TrimRight(baseURL, "/") + CallbackPath
+	link := randomToken(32)
+	base := strings.TrimRight(baseURL, "/")
 	now := s.now()
 	row := database.OAuthStateRow{
-		State: stateKey(state), InstallationID: t.Installation.ID, UserID: c.UserID, InstanceID: instanceID, Connection: connection,
-		Verifier: s.Sealer.Seal([]byte(verifier), "state/"+instanceID+"/"+connection), RedirectURI: redirect,
-		CreatedAt: now.UnixMicro(), ExpiresAt: now.Add(StateLifetime).UnixMicro(),
+		State: stateKey(link), InstallationID: t.Installation.ID, UserID: c.UserID, InstanceID: instanceID, Connection: connection,
+		RedirectURI: base + CallbackPath, CreatedAt: now.UnixMicro(), ExpiresAt: now.Add(StateLifetime).UnixMicro(),
 	}
 	err = s.DB.Transact(ctx, func(tx *gorm.DB) error {
-		// States of this Instance that expired are dropped as new ones come.
+		// Links and states of this Instance that expired are dropped as new
+		// ones come.
 		if err := tx.Where("instance_id = ? AND expires_at < ?", instanceID, now.UnixMicro()).Delete(&database.OAuthStateRow{}).Error; err != nil {
 			return err
 		}
@@ -276,15 +388,80 @@ func (s *Service) StartOAuth(ctx context.Context, c models.Caller, instanceID, c
 	if err != nil {
 		return "", err
 	}
-	u, err := url.Parse(conn.OAuth2.AuthorizationURL)
+	return base + StartPath + "?" + url.Values{"link": {link}}.Encode(), nil
+}
+
+// ErrOtherUser is wrapped by Begin's error for a link another user
+// started: the browser is asked to sign in as that user.
+var ErrOtherUser = errors.New("the link was started by another user")
+
+// Begin opens a start link in a browser signed in as userID, whose state
+// cookie is browser (a random value the browser keeps): the link is taken
+// (once), and the authorization goes on as the provider's state, bound to
+// the user, the Instance and the browser, expiring after StateLifetime. It
+// returns the provider's authorization URL to send the browser to. A link
+// of another user is refused (wrapping ErrOtherUser) and stays usable.
+func (s *Service) Begin(ctx context.Context, userID, link, browser string) (string, error) {
+	if link == "" || browser == "" {
+		return "", models.Errorf(models.ErrInvalid, "this authorization link is incomplete: connect again from the app")
+	}
+	var start database.OAuthStateRow
+	err := s.DB.Read.WithContext(ctx).Where("state = ? AND browser = ?", stateKey(link), "").Take(&start).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return "", models.Errorf(models.ErrInvalid, "this authorization link is unknown or was used already: connect again from the app")
+	}
+	if err != nil {
+		return "", err
+	}
+	now := s.now()
+	switch {
+	case start.UserID != userID:
+		return "", fmt.Errorf("%w: %w", ErrOtherUser, models.Errorf(models.ErrPermissionDenied, "this authorization link was started by another user: sign in as the user who started it, then open the link again"))
+	case now.UnixMicro() > start.ExpiresAt:
+		return "", models.Errorf(models.ErrInvalid, "this authorization link expired (they last %v): connect again from the app", StateLifetime)
+	}
+	t, err := s.Gate.Open(ctx, models.Caller{UserID: start.UserID}, start.InstanceID, access.Use)
+	if err != nil {
+		return "", err
+	}
+	conn, err := declared(t, start.Connection)
+	if err != nil || conn.OAuth2 == nil {
+		return "", models.Errorf(models.ErrInvalid, "the plugin no longer declares OAuth connection %q", start.Connection)
+	}
+	client, err := s.clientFor(ctx, t.Installation.PluginID, conn, invalid)
+	if err != nil {
+		return "", err
+	}
+	state, verifier := randomToken(32), randomToken(48)
+	row := start
+	row.State, row.Browser = stateKey(state), stateKey(browser)
+	row.Verifier = s.Sealer.Seal([]byte(verifier), "state/"+start.InstanceID+"/"+start.Connection)
+	row.CreatedAt, row.ExpiresAt = now.UnixMicro(), now.Add(StateLifetime).UnixMicro()
+	err = s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		res := tx.Where("state = ? AND browser = ?", start.State, "").Delete(&database.OAuthStateRow{})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return gorm.ErrRecordNotFound // taken by a concurrent opening
+		}
+		return tx.Create(&row).Error
+	})
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return "", models.Errorf(models.ErrInvalid, "this authorization link is unknown or was used already: connect again from the app")
+	}
+	if err != nil {
+		return "", err
+	}
+	u, err := url.Parse(client.authorizationURL)
 	if err != nil {
 		return "", err
 	}
 	challenge := sha256.Sum256([]byte(verifier))
 	q := u.Query()
 	q.Set("response_type", "code")
-	q.Set("client_id", clientID)
-	q.Set("redirect_uri", redirect)
+	q.Set("client_id", client.id)
+	q.Set("redirect_uri", row.RedirectURI)
 	q.Set("state", state)
 	q.Set("code_challenge", base64.RawURLEncoding.EncodeToString(challenge[:]))
 	q.Set("code_challenge_method", "S256")
@@ -295,8 +472,11 @@ func (s *Service) StartOAuth(ctx context.Context, c models.Caller, instanceID, c
 	return u.String(), nil
 }
 
-// stateKey is how a state is kept: its hash, so that the table holds
-// nothing a reader could use.
+// NewBrowserValue returns a fresh value for a browser's state cookie.
+func NewBrowserValue() string { return randomToken(32) }
+
+// stateKey is how a link, a state or a browser's cookie is kept: its hash,
+// so that the table holds nothing a reader could use.
 func stateKey(state string) string {
 	h := sha256.Sum256([]byte(state))
 	return base64.RawURLEncoding.EncodeToString(h[:])
@@ -308,38 +488,49 @@ func randomToken(n int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// Callback completes an authorization: the state is taken (once), the code
-// exchanged for tokens with the verifier, and the tokens sealed for the
-// Instance. userID, when the request that brought the user back is signed
-// in, must be the user who started it. It returns the Instance and the
-// connection.
-func (s *Service) Callback(ctx context.Context, userID, state, code, providerError string) (instanceID, connection string, err error) {
+// Callback completes an authorization: it goes on only in the browser that
+// opened the start link (its state cookie is browser) and, when the request
+// that brought the user back is signed in (the web host's session is
+// SameSite=Strict and does not come back on the provider's redirect; a
+// bearer header may), as the user who started it. Then the state is taken
+// (once), the code exchanged for tokens with the verifier at the token URL
+// the client is bound to, and the tokens sealed for the Instance. A refusal
+// before the state is taken leaves it to the right browser. It returns the
+// Instance and the connection.
+func (s *Service) Callback(ctx context.Context, userID, browser, state, code, providerError string) (instanceID, connection string, err error) {
 	if state == "" {
 		return "", "", models.Errorf(models.ErrInvalid, "the provider sent the user back without a state")
 	}
+	unknown := models.Errorf(models.ErrInvalid, "this authorization is unknown or was completed already: connect again")
 	var row database.OAuthStateRow
+	err = s.DB.Read.WithContext(ctx).Where("state = ?", stateKey(state)).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) || err == nil && row.Browser == "" {
+		return "", "", unknown
+	}
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case browser == "" || subtle.ConstantTimeCompare([]byte(stateKey(browser)), []byte(row.Browser)) != 1:
+		return "", "", models.Errorf(models.ErrPermissionDenied, "this authorization was started in another browser: finish it in the browser that started it, or connect again from this one")
+	case userID != "" && userID != row.UserID:
+		return "", "", models.Errorf(models.ErrPermissionDenied, "this authorization was started by another user")
+	}
 	err = s.DB.Transact(ctx, func(tx *gorm.DB) error {
-		row = database.OAuthStateRow{}
-		if err := tx.Where("state = ?", stateKey(state)).Take(&row).Error; err != nil {
-			return err
-		}
-		res := tx.Where("state = ?", row.State).Delete(&database.OAuthStateRow{})
+		res := tx.Where("state = ? AND browser = ?", row.State, row.Browser).Delete(&database.OAuthStateRow{})
 		if res.Error == nil && res.RowsAffected != 1 {
 			return gorm.ErrRecordNotFound // taken by a concurrent callback
 		}
 		return res.Error
 	})
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return "", "", models.Errorf(models.ErrInvalid, "this authorization link is unknown or was used already: connect again")
+		return "", "", unknown
 	}
 	if err != nil {
 		return "", "", err
 	}
 	if s.now().UnixMicro() > row.ExpiresAt {
-		return row.InstanceID, row.Connection, models.Errorf(models.ErrInvalid, "this authorization link expired (they last %v): connect again", StateLifetime)
-	}
-	if userID != "" && userID != row.UserID {
-		return row.InstanceID, row.Connection, models.Errorf(models.ErrPermissionDenied, "this authorization was started by another user")
+		return row.InstanceID, row.Connection, models.Errorf(models.ErrInvalid, "this authorization expired (they last %v): connect again", StateLifetime)
 	}
 	if providerError != "" {
 		return row.InstanceID, row.Connection, models.Errorf(models.ErrInvalid, "the provider did not authorize: %s", truncate(providerError, 200))
@@ -360,7 +551,7 @@ func (s *Service) Callback(ctx context.Context, userID, state, code, providerErr
 		return row.InstanceID, row.Connection, err
 	}
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {row.RedirectURI}, "code_verifier": {string(verifier)}}
-	tok, err := s.token(ctx, t.Installation.PluginID, conn, form)
+	tok, err := s.token(ctx, t.Installation.PluginID, conn, form, invalid)
 	if err != nil {
 		return row.InstanceID, row.Connection, err
 	}
@@ -418,28 +609,31 @@ func (a tokenAnswer) account() string {
 	return ""
 }
 
-// token posts a grant to the connection's token endpoint with the
-// operator's client.
-func (s *Service) token(ctx context.Context, pluginID string, conn models.Connection, form url.Values) (*tokenAnswer, error) {
-	clientID, clientSecret, err := s.client(ctx, pluginID, conn.ID)
+// token posts a grant with the operator's client to the token URL the
+// client is bound to, and only when the connection, as the installed
+// package declares it, still names that URL (else the error unusable
+// makes).
+func (s *Service) token(ctx context.Context, pluginID string, conn models.Connection, form url.Values, unusable func(string, ...any) error) (*tokenAnswer, error) {
+	client, err := s.clientFor(ctx, pluginID, conn, unusable)
 	if err != nil {
 		return nil, err
 	}
-	form.Set("client_id", clientID)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, conn.OAuth2.TokenURL, strings.NewReader(form.Encode()))
+	form.Set("client_id", client.id)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, client.tokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	req.SetBasicAuth(url.QueryEscape(clientID), url.QueryEscape(clientSecret))
+	req.SetBasicAuth(url.QueryEscape(client.id), url.QueryEscape(client.secret))
 	resp, err := s.HTTP.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // without the URL
+		var refused *egress.Error
+		if errors.As(err, &refused) {
+			return nil, models.Errorf(models.ErrInvalid, "the provider's token endpoint could not be reached: %s; %s", refused.Detail, netfetch.PrivateHint(refused))
 		}
-		return nil, models.Errorf(models.ErrInvalid, "the provider's token endpoint could not be reached: %v", err)
+		_, text := netfetch.Classify(ctx, err) // without the URL
+		return nil, models.Errorf(models.ErrInvalid, "the provider's token endpoint could not be reached: %s", text)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenAnswer))
@@ -484,6 +678,11 @@ func (s *Service) Credential(ctx context.Context, t *access.Target, conn models.
 		header, value = conn.APIKeyHeader(v.Key)
 		return header, value, nil
 	case models.ConnectionOAuth2:
+		// A token is used only while the package names the URLs the
+		// client was set for.
+		if _, err := s.clientFor(ctx, t.Installation.PluginID, conn, required); err != nil {
+			return "", "", err
+		}
 		if row.ExpiresAt > 0 && s.now().Add(refreshAhead).UnixMicro() >= row.ExpiresAt {
 			if v, err = s.refresh(ctx, t, conn); err != nil {
 				return "", "", err
@@ -545,7 +744,7 @@ func (s *Service) refresh(ctx context.Context, t *access.Target, conn models.Con
 	if v.RefreshToken == "" {
 		return nil, models.CapabilityFailed(models.ReasonConnectionRequired, "the access of connection %q expired and the provider gave no refresh token: connect it again", conn.ID)
 	}
-	tok, err := s.token(ctx, t.Installation.PluginID, conn, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {v.RefreshToken}})
+	tok, err := s.token(ctx, t.Installation.PluginID, conn, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {v.RefreshToken}}, required)
 	var refused *tokenRefused
 	if errors.As(err, &refused) {
 		return nil, models.CapabilityFailed(models.ReasonConnectionRequired, "the grant of connection %q is no longer valid (%s): connect it again", conn.ID, refused.reason)
@@ -565,6 +764,13 @@ func (s *Service) refresh(ctx context.Context, t *access.Target, conn models.Con
 		return nil, err
 	}
 	return &nv, nil
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
 }
 
 func truncate(s string, n int) string {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -17,17 +16,14 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/zitadel/oidc/v3/example/server/exampleop"
-	opstorage "github.com/zitadel/oidc/v3/example/server/storage"
-
 	"pluginhost/capability"
 	"pluginhost/connections"
 	"pluginhost/internal/fixture"
+	"pluginhost/internal/oauthtest"
 	"pluginhost/internal/testenv"
 	"pluginhost/internal/tlstest"
 	"pluginhost/internal/wasmtest"
@@ -35,85 +31,115 @@ import (
 	"pluginhost/sandbox"
 )
 
-// provider is a real OpenID provider (zitadel's example OP) on loopback
-// HTTPS, with a client registered for the host's callback.
-type provider struct {
-	issuer string
-	host   string // localhost:PORT
+// browser is a browser of the test: it follows redirects, keeps cookies,
+// trusts the test CA, sends a bearer token to the host (never to the
+// provider), and stops at the host's pages of the app.
+type browser struct {
+	*http.Client
+	host, token string
+	back        string // the last callback URL the provider sent it to
 }
 
-var registerOnce sync.Mutex
-
-func startProvider(t *testing.T, ca *tlstest.CA, redirect string) *provider {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(nil)
-	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	p := &provider{issuer: fmt.Sprintf("https://localhost:%d/", port), host: fmt.Sprintf("localhost:%d", port)}
-	registerOnce.Lock()
-	opstorage.RegisterClients(opstorage.WebClient("pluginhost-"+fmt.Sprint(port), "client-secret-"+fmt.Sprint(port), redirect))
-	registerOnce.Unlock()
-	store := opstorage.NewStorage(opstorage.NewUserStore(p.issuer))
-	srv.Config.Handler = exampleop.SetupServer(p.issuer, store, slog.New(slog.DiscardHandler), false)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "localhost")}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	return p
-}
-
-// browser follows redirects like a user's browser, trusting the test CA,
-// and stops at the host's callback's answer.
-func browser(ca *tlstest.CA) *http.Client {
+func newBrowser(ca *tlstest.CA, host, token string) *browser {
 	jar, _ := cookiejar.New(nil)
-	return &http.Client{Jar: jar, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}},
+	b := &browser{host: host, token: token}
+	b.Client = &http.Client{Jar: jar, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if strings.HasSuffix(req.URL.Path, connections.CallbackPath) {
+				b.back = req.URL.String()
+			}
+			b.sign(req)
 			if strings.HasPrefix(req.URL.Path, "/app/") {
 				return http.ErrUseLastResponse
 			}
 			return nil
 		}}
+	return b
 }
 
-// authorize opens the authorization URL, signs in at the provider, and
-// returns the URL the provider sent the browser back to, and the host's
-// answer to it.
-func authorize(t *testing.T, b *http.Client, authURL string) (string, *http.Response) {
+func (b *browser) sign(req *http.Request) {
+	req.Header.Del("Authorization")
+	if b.token != "" && strings.HasPrefix(req.URL.String(), b.host) {
+		req.Header.Set("Authorization", "Bearer "+b.token)
+	}
+}
+
+// get opens a URL and returns the answer with its body read.
+func (b *browser) get(t *testing.T, u string, header ...string) (*http.Response, string) {
 	t.Helper()
-	resp, err := b.Get(authURL)
+	req, _ := http.NewRequest("GET", u, nil)
+	b.sign(req)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := b.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, _ := io.ReadAll(resp.Body)
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	id := regexp.MustCompile(`name="id" value="([^"]+)"`).FindSubmatch(page)
+	return resp, string(body)
+}
+
+// noRedirects answers redirects instead of following them.
+func (b *browser) noRedirects() *browser {
+	c := *b.Client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &browser{Client: &c, host: b.host, token: b.token}
+}
+
+// authorize opens a start link, signs in at the provider, and returns the
+// host's answer to the provider's redirect (the callback), the callback URL
+// in b.back.
+func (b *browser) authorize(t *testing.T, link string) (*http.Response, string) {
+	t.Helper()
+	resp, page := b.get(t, link)
+	id := regexp.MustCompile(`name="id" value="([^"]+)"`).FindStringSubmatch(page)
 	if id == nil {
 		t.Fatalf("no login form at %s: %d %s", resp.Request.URL, resp.StatusCode, page)
 	}
 	login := *resp.Request.URL
-	login.RawQuery = ""
-	var back string
-	b.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if strings.HasSuffix(req.URL.Path, connections.CallbackPath) {
-			back = req.URL.String()
-		}
-		if strings.HasPrefix(req.URL.Path, "/app/") {
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}
-	host, _ := url.Parse(authURL)
-	issuerHost := host.Scheme + "://" + host.Host
-	resp, err = b.PostForm(issuerHost+"/login/username", url.Values{"id": {string(id[1])}, "username": {"test-user@localhost"}, "password": {"verysecure"}})
+	login.Path, login.RawQuery = "/login/username", ""
+	b.back = ""
+	resp, err := b.PostForm(login.String(), url.Values{"id": {id[1]}, "username": {oauthtest.Username}, "password": {oauthtest.Password}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return back, resp
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(body)
 }
 
-// The authorization code flow with PKCE against a real OpenID provider:
-// the host's state is single use, bound to the user and the Instance, and
-// expires; the tokens are sealed, attached to fetches to the provider's
-// hosts only, refreshed when they expire, and never shown to the module,
-// GraphQL, logs or the audit trail.
+// stopAtProvider opens a start link and returns the host's answer without
+// following it to the provider.
+func (b *browser) stopAtProvider(t *testing.T, link string) (*http.Response, string) {
+	t.Helper()
+	return b.noRedirects().get(t, link)
+}
+
+// oauthPlugin is a plugin with one OAuth connection to the provider and a
+// capability that fetches what its arguments list, answering its whole
+// request.
+func oauthPlugin(t *testing.T, op *oauthtest.Provider, version, authorizationURL, tokenURL string) map[string]any {
+	m := fixture.Manifest("com.example.oauth", fixture.NS("notes", 1024))
+	m["version"] = version
+	m["permissions"] = []any{"storage", "network"}
+	m["network"] = map[string]any{"hosts": []any{op.Host}}
+	m["connections"] = []any{map[string]any{"id": "id", "label": "Example ID", "kind": "oauth2", "hosts": []any{op.Host},
+		"oauth2": map[string]any{"authorization_url": authorizationURL, "token_url": tokenURL, "scopes": []any{"openid", "email", "offline_access"}}}}
+	m["capabilities"] = []any{map[string]any{"id": "me.fetch", "kind": "tool", "description": "userinfo", "module": "capabilities/fetch.wasm"}}
+	return m
+}
+
+// The authorization code flow with PKCE against a real OpenID provider,
+// started by a link on this server: the link works once, only in a browser
+// signed in as the user who asked for it; the state is single use, bound to
+// that user, the Instance and the browser (a cookie), and expires; the
+// tokens are sealed, attached to fetches to the provider's hosts only,
+// refreshed when they expire, and never shown to the module, GraphQL, logs
+// or the audit trail. The client goes only to the URLs the admin set it
+// for: a package that names others leaves the connection unusable, and the
+// provider sees no request, until the admin sets the client again.
 func TestOAuthFlow(t *testing.T) {
 	ca := tlstest.NewCA(t, "oauth test CA")
 	logs := &testenv.Buffer{}
@@ -125,81 +151,151 @@ func TestOAuthFlow(t *testing.T) {
 	hostSrv := httptest.NewServer(env.Server.Handler)
 	t.Cleanup(hostSrv.Close)
 	redirect := hostSrv.URL + connections.CallbackPath
-	op := startProvider(t, ca, redirect)
-	port := strings.TrimPrefix(op.host, "localhost:")
+	op := oauthtest.Start(t, ca, redirect)
+	module := map[string][]byte{"capabilities/fetch.wasm": wasmtest.Reactor(t, "../sandbox/testdata/reactors", "fetch")}
+	ctx := context.Background()
 
-	// A plugin with one OAuth connection to the provider, and a capability
-	// that fetches the provider's userinfo with it and answers its whole
-	// request.
-	m := fixture.Manifest("com.example.oauth", fixture.NS("notes", 1024))
-	m["permissions"] = []any{"storage", "network"}
-	m["network"] = map[string]any{"hosts": []any{op.host}}
-	m["connections"] = []any{map[string]any{"id": "id", "label": "Example ID", "kind": "oauth2", "hosts": []any{op.host},
-		"oauth2": map[string]any{"authorization_url": op.issuer + "auth", "token_url": op.issuer + "oauth/token", "scopes": []any{"openid", "email", "offline_access"}}}}
-	m["capabilities"] = []any{map[string]any{"id": "me.fetch", "kind": "tool", "description": "userinfo", "module": "capabilities/fetch.wasm"}}
-	alice := env.User(t, "alice")
-	installed, err := env.Life.Install(context.Background(), alice, env.Package(t, m, map[string][]byte{
-		"capabilities/fetch.wasm": wasmtest.Reactor(t, "../sandbox/testdata/reactors", "fetch")}))
+	aliceToken, alice, err := env.Auth.CreateToken(ctx, "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobToken, _, err := env.Auth.CreateToken(ctx, "bob", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed, err := env.Life.Install(ctx, alice, env.Package(t, oauthPlugin(t, op, "1.0.0", op.AuthorizationURL(), op.TokenURL()), module))
 	if err != nil {
 		t.Fatal(err)
 	}
 	inst := env.Instance(t, alice, installed)
-	if _, err := env.Life.SetInstanceGrant(context.Background(), alice, inst.ID, models.PermissionNetwork, true); err != nil {
+	if _, err := env.Life.SetInstanceGrant(ctx, alice, inst.ID, models.PermissionNetwork, true); err != nil {
 		t.Fatal(err)
 	}
 	caller := models.Caller{UserID: alice.ID}
 	conns := env.Server.Connections
-	base := connections.WithBaseURL(context.Background(), hostSrv.URL)
 
-	// No client yet: the operator must set one (admins only).
-	if _, err := conns.StartOAuth(base, caller, inst.ID, "id", hostSrv.URL); err == nil || !strings.Contains(err.Error(), "setOAuthClient") {
+	// No client yet: the operator must set one (admins only, for a plugin
+	// installed here, and an OAuth connection of it).
+	if _, err := conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL); err == nil || !strings.Contains(err.Error(), "setOAuthClient") {
 		t.Fatalf("start without a client: %v", err)
 	}
-	if err := conns.SetOAuthClient(context.Background(), alice, "com.example.oauth", "id", "x", "y"); models.ErrorCode(err) != models.ErrForbidden {
-		t.Fatalf("a user set a client: %v", err)
-	}
 	admin := &models.User{ID: "admin", Admin: true}
-	clientSecret := "client-secret-" + port
-	if err := conns.SetOAuthClient(context.Background(), admin, "com.example.oauth", "id", "pluginhost-"+port, clientSecret); err != nil {
+	for _, tc := range []struct {
+		name               string
+		user               *models.User
+		plugin, connection string
+		code               models.Code
+		says               string
+	}{
+		{"a user", alice, "com.example.oauth", "id", models.ErrForbidden, "admin"},
+		{"a plugin not installed", admin, "com.example.absent", "id", models.ErrInvalid, "not installed"},
+		{"an undeclared connection", admin, "com.example.oauth", "other", models.ErrInvalid, "declares no OAuth connection"},
+	} {
+		if err := conns.SetOAuthClient(ctx, tc.user, tc.plugin, tc.connection, op.ClientID, op.ClientSecret); models.ErrorCode(err) != tc.code || !strings.Contains(err.Error(), tc.says) {
+			t.Fatalf("%s sets a client: %v, want %s saying %q", tc.name, err, tc.code, tc.says)
+		}
+	}
+	if err := conns.SetOAuthClient(ctx, admin, "com.example.oauth", "id", op.ClientID, op.ClientSecret); err != nil {
 		t.Fatal(err)
 	}
 
-	// Authorize: the provider sends the browser back; the host exchanges
-	// the code with the verifier and sends the browser to the app.
-	authURL, err := conns.StartOAuth(base, caller, inst.ID, "id", hostSrv.URL)
+	// The start link is on this server.
+	link, err := conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, _ := url.Parse(authURL)
-	if q := u.Query(); q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("state") == "" || q.Get("redirect_uri") != redirect {
-		t.Fatalf("authorization URL %s", authURL)
+	if !strings.HasPrefix(link, hostSrv.URL+connections.StartPath+"?link=") {
+		t.Fatalf("start link %s", link)
 	}
-	b := browser(ca)
-	back, resp := authorize(t, b, authURL)
-	resp.Body.Close()
+	// Not signed in: a script is refused, a person's browser sent to sign in.
+	if resp, _ := newBrowser(ca, hostSrv.URL, "").stopAtProvider(t, link); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a script without a token: %d", resp.StatusCode)
+	}
+	linkPath := strings.TrimPrefix(link, hostSrv.URL)
+	if resp, _ := newBrowser(ca, hostSrv.URL, "").noRedirects().get(t, link, "Accept", "text/html"); resp.StatusCode != http.StatusSeeOther ||
+		resp.Header.Get("Location") != "/app/login?next="+url.QueryEscape(linkPath) {
+		t.Fatalf("a browser without a session: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// Another user's browser is asked to sign in as the user who started it.
+	bobs := newBrowser(ca, hostSrv.URL, bobToken)
+	if resp, page := bobs.stopAtProvider(t, link); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "another user") ||
+		!strings.Contains(page, "/app/login?next=") {
+		t.Fatalf("bob opens alice's link: %d %s", resp.StatusCode, page)
+	}
+	if len(resp(t, bobs, link).Cookies()) != 0 {
+		t.Fatal("bob's browser got a state cookie")
+	}
+
+	// Alice's browser gets the state cookie and goes to the provider.
+	alices := newBrowser(ca, hostSrv.URL, aliceToken)
+	start, _ := alices.stopAtProvider(t, link)
+	to, _ := url.Parse(start.Header.Get("Location"))
+	if q := to.Query(); start.StatusCode != http.StatusSeeOther || !strings.HasPrefix(to.String(), op.AuthorizationURL()+"?") ||
+		q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("state") == "" || q.Get("redirect_uri") != redirect ||
+		q.Get("client_id") != op.ClientID {
+		t.Fatalf("the start link answered %d %s", start.StatusCode, to)
+	}
+	cookies := start.Cookies()
+	if len(cookies) != 1 || cookies[0].Name != connections.StateCookie || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteLaxMode ||
+		cookies[0].Path != connections.StateCookiePath || cookies[0].Secure || cookies[0].MaxAge != 600 || start.Header.Get("Referrer-Policy") != "no-referrer" {
+		t.Fatalf("state cookie %+v (Referrer-Policy %q)", cookies, start.Header.Get("Referrer-Policy"))
+	}
+	// The link worked once.
+	if resp, page := alices.stopAtProvider(t, link); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "used already") {
+		t.Fatalf("the link opened twice: %d %s", resp.StatusCode, page)
+	}
+
+	// Signing in at the provider sends the browser back. Another browser
+	// (no cookie), signed in or not, and the right cookie with another
+	// user's session, are refused, and the state stays for the right one.
+	link, _ = conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
+	alices.Jar, _ = cookiejar.New(nil)
+	viaProvider := newBrowser(ca, hostSrv.URL, aliceToken)
+	viaProvider.Jar = alices.Jar
+	viaProvider.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if strings.HasSuffix(req.URL.Path, connections.CallbackPath) {
+			viaProvider.back = req.URL.String()
+			return http.ErrUseLastResponse // the browser stops before the host
+		}
+		return nil
+	}
+	viaProvider.authorize(t, link)
+	back := viaProvider.back
+	if back == "" {
+		t.Fatal("the provider did not send the browser back")
+	}
+	for _, b := range []*browser{newBrowser(ca, hostSrv.URL, ""), newBrowser(ca, hostSrv.URL, bobToken), newBrowser(ca, hostSrv.URL, aliceToken)} {
+		if resp, page := b.noRedirects().get(t, back); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "another browser") {
+			t.Fatalf("a callback from another browser: %d %s", resp.StatusCode, page)
+		}
+	}
+	withBob := &browser{Client: alices.noRedirects().Client, host: hostSrv.URL, token: bobToken}
+	if resp, page := withBob.get(t, back); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "another user") {
+		t.Fatalf("the right browser signed in as bob: %d %s", resp.StatusCode, page)
+	}
+	if got := op.TokenRequests(); len(got) != 0 {
+		t.Fatalf("the provider saw token requests before the right browser came back: %+v", got)
+	}
+	resp, page := alices.noRedirects().get(t, back)
 	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/app/"+inst.ID+"?connected=id") {
-		t.Fatalf("the callback answered %d %s (back at %s)", resp.StatusCode, resp.Header.Get("Location"), back)
+		t.Fatalf("the callback answered %d %s %s", resp.StatusCode, resp.Header.Get("Location"), page)
 	}
-	list, err := conns.Of(context.Background(), caller, inst.ID)
+	if got := op.TokenRequests(); len(got) != 1 || got[0].Path != "/oauth/token" || got[0].GrantType != "authorization_code" || !got[0].Secret {
+		t.Fatalf("token requests: %+v", got)
+	}
+	list, err := conns.Of(ctx, caller, inst.ID)
 	if err != nil || len(list) != 1 || !list[0].Connected || list[0].Account != "id1" || list[0].ExpiresAt == nil {
 		t.Fatalf("after the callback: %+v %v", list, err)
 	}
-
 	// The state is single use.
-	again, err := b.Get(back)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(again.Body)
-	again.Body.Close()
-	if again.StatusCode != http.StatusBadRequest || !strings.Contains(string(page), "used already") {
-		t.Fatalf("a second use of the state: %d %s", again.StatusCode, page)
+	if resp, page := alices.noRedirects().get(t, back); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "completed already") {
+		t.Fatalf("a second use of the state: %d %s", resp.StatusCode, page)
 	}
 
 	// A run fetches the provider's userinfo: the host attaches the token.
 	fetch := func() (map[string]any, error) {
-		args := fmt.Sprintf(`{"rounds":1,"requests":[{"id":"me","method":"GET","url":"%suserinfo","connection":"id"}]}`, op.issuer)
-		res, err := env.Runs.Run(context.Background(), capability.Call{Caller: caller, InstanceID: inst.ID, Capability: "me.fetch",
+		args := fmt.Sprintf(`{"rounds":1,"requests":[{"id":"me","method":"GET","url":"%suserinfo","connection":"id"}]}`, op.Issuer)
+		res, err := env.Runs.Run(ctx, capability.Call{Caller: caller, InstanceID: inst.ID, Capability: "me.fetch",
 			Arguments: models.JSON(args), Trigger: sandbox.TriggerInvoke})
 		if err != nil {
 			return nil, err
@@ -231,26 +327,75 @@ func TestOAuthFlow(t *testing.T) {
 	}
 	skew.Store(0)
 
-	// An expired state, and a state brought back by another user.
-	stale, err := conns.StartOAuth(base, caller, inst.ID, "id", hostSrv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, _ := url.Parse(stale)
+	// An expired link, and an expired state.
+	stale, _ := conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
 	skew.Store(int64(connections.StateLifetime + time.Minute))
-	if _, _, err := conns.Callback(context.Background(), "", st.Query().Get("state"), "code", ""); err == nil || !strings.Contains(err.Error(), "expired") {
-		t.Fatalf("an expired state: %v", err)
+	if resp, page := alices.stopAtProvider(t, stale); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "expired") {
+		t.Fatalf("an expired link: %d %s", resp.StatusCode, page)
 	}
 	skew.Store(0)
-	other, _ := conns.StartOAuth(base, caller, inst.ID, "id", hostSrv.URL)
-	ot, _ := url.Parse(other)
-	bob := env.User(t, "bob")
-	if _, _, err := conns.Callback(context.Background(), bob.ID, ot.Query().Get("state"), "code", ""); models.ErrorCode(err) != models.ErrPermissionDenied {
-		t.Fatalf("another user's callback: %v", err)
+	stale, _ = conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
+	viaProvider.authorize(t, stale)
+	skew.Store(int64(connections.StateLifetime + time.Minute))
+	if resp, page := alices.noRedirects().get(t, viaProvider.back); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "expired") {
+		t.Fatalf("an expired state: %d %s", resp.StatusCode, page)
 	}
-	var refused *models.Error
-	if _, _, err := conns.Callback(context.Background(), "", "forged", "code", ""); !errors.As(err, &refused) {
-		t.Fatalf("a forged state: %v", err)
+	skew.Store(0)
+	if resp, _ := alices.noRedirects().get(t, hostSrv.URL+connections.CallbackPath+"?state=forged&code=x"); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a forged state: %d", resp.StatusCode)
+	}
+	tokenRequests := len(op.TokenRequests())
+
+	// A package that moves the token URL elsewhere leaves the connection
+	// unusable: no fetch, no refresh, no new authorization, and nothing
+	// reaches the new URL. Back at the URLs of the client, it works again;
+	// moving the authorization URL is the same; the admin setting the client
+	// again makes it usable.
+	update := func(version, authorizationURL, tokenURL string) {
+		t.Helper()
+		if _, err := env.Life.Update(ctx, alice, installed.ID, env.Package(t, oauthPlugin(t, op, version, authorizationURL, tokenURL), module)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unusable := func(says string) {
+		t.Helper()
+		if list, _ := conns.Of(ctx, caller, inst.ID); list[0].Connected {
+			t.Fatal("an unusable connection shows as connected")
+		}
+		for _, clock := range []time.Duration{0, 2 * time.Hour} { // the token as it is, then one to refresh
+			skew.Store(int64(clock))
+			_, err := fetch()
+			var e *models.Error
+			if !errors.As(err, &e) || e.Reason != models.ReasonConnectionRequired || !strings.Contains(e.Message, says) || !strings.Contains(e.Message, "setOAuthClient") {
+				t.Fatalf("a fetch with the connection (clock +%v): %v, want connection_required naming %s", clock, err, says)
+			}
+		}
+		skew.Store(0)
+		if _, err := conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL); err == nil || !strings.Contains(err.Error(), "setOAuthClient") {
+			t.Fatalf("startOAuth: %v", err)
+		}
+		if got := op.TokenRequests(); len(got) != tokenRequests {
+			t.Fatalf("token requests while unusable: %+v", got[tokenRequests:])
+		}
+	}
+	update("1.1.0", op.AuthorizationURL(), op.ForeignTokenURL())
+	unusable(op.ForeignTokenURL())
+	update("1.2.0", op.AuthorizationURL(), op.TokenURL())
+	if _, err := fetch(); err != nil {
+		t.Fatalf("back at the client's URLs: %v", err)
+	}
+	update("1.3.0", op.URL("foreign/auth"), op.TokenURL())
+	unusable(op.URL("foreign/auth"))
+	if err := conns.SetOAuthClient(ctx, admin, "com.example.oauth", "id", op.ClientID, op.ClientSecret); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fetch(); err != nil {
+		t.Fatalf("after the admin set the client again: %v", err)
+	}
+	for _, r := range op.TokenRequests() {
+		if r.Path != "/oauth/token" {
+			t.Fatalf("a token request reached %s: %+v", r.Path, r)
+		}
 	}
 
 	// The tokens are nowhere but sealed: not in the module's request, the
@@ -264,7 +409,7 @@ func TestOAuthFlow(t *testing.T) {
 	var audit []map[string]any
 	env.DB.Read.Table("fetch_audit").Find(&audit)
 	for where, text := range map[string]string{"the module's request": string(request), "the log": logs.String(), "the audit": fmt.Sprint(audit)} {
-		for _, secret := range []string{clientSecret, "Bearer ", "refresh_token", "access_token"} {
+		for _, secret := range []string{op.ClientSecret, "Bearer ", "refresh_token", "access_token"} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s holds %q", where, secret)
 			}
@@ -272,7 +417,8 @@ func TestOAuthFlow(t *testing.T) {
 	}
 
 	// Disconnect deletes the tokens and any authorization under way.
-	if err := conns.Disconnect(context.Background(), caller, inst.ID, "id"); err != nil {
+	conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
+	if err := conns.Disconnect(ctx, caller, inst.ID, "id"); err != nil {
 		t.Fatal(err)
 	}
 	for _, table := range []string{"installation_credentials", "oauth_states"} {
@@ -283,6 +429,13 @@ func TestOAuthFlow(t *testing.T) {
 	if _, err := fetch(); models.ErrorCode(err) != models.ErrCapabilityFailed || !strings.Contains(err.Error(), "not connected") {
 		t.Fatalf("a fetch after disconnect: %v", err)
 	}
+}
+
+// resp opens a URL in b without following redirects and returns the answer.
+func resp(t *testing.T, b *browser, u string) *http.Response {
+	t.Helper()
+	r, _ := b.noRedirects().get(t, u)
+	return r
 }
 
 // secretsOf returns the sealed secret of the Instance's credential.

@@ -36,8 +36,10 @@ type Server struct {
 	// Gate and ImageProxy serve ui-images:fetch; a nil ImageProxy disables it.
 	Gate       *access.Gate
 	ImageProxy ImageFetcher
-	// Connections completes OAuth authorizations (GET /v1/oauth/callback);
-	// PublicURL, when set, is where providers send users back.
+	// Connections starts OAuth authorizations in the browser (GET
+	// /v1/oauth/start) and completes them (GET /v1/oauth/callback);
+	// PublicURL, when set, is where start links point and providers send
+	// users back.
 	Connections *connections.Service
 	PublicURL   string
 	Metrics     *Metrics
@@ -70,6 +72,7 @@ func (s *Server) Handler(mount ...func(*http.ServeMux)) http.Handler {
 		mux.Handle("POST /v1/plugin-instances/{instance_id}/ui-images:fetch", s.authenticated(images(s.Gate, s.ImageProxy, s)))
 	}
 	if s.Connections != nil {
+		mux.HandleFunc("GET "+connections.StartPath, s.oauthStart)
 		mux.HandleFunc("GET "+connections.CallbackPath, s.oauthCallback)
 	}
 	return s.Metrics.Instrument(mux)

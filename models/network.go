@@ -20,6 +20,11 @@ const (
 	ConnectionOAuth2 = "oauth2"
 )
 
+// OAuthStartPath is where the start link of an OAuth authorization points,
+// on the server: a browser signed in as the user opens it (see package
+// connections).
+const OAuthStartPath = "/v1/oauth/start"
+
 // Network is the manifest's network declaration: where capabilities may
 // fetch.
 type Network struct {

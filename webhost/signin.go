@@ -139,10 +139,12 @@ func (s *Server) baseURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// safeNext keeps a page of the web host to go to after signing in; anything
-// else (another site, a path outside /app) goes to /app.
+// safeNext keeps a page of the web host (or an OAuth start link) to go to
+// after signing in; anything else (another site, a path outside /app) goes
+// to /app.
 func safeNext(next string) string {
-	if next == "/app" || strings.HasPrefix(next, "/app/") || strings.HasPrefix(next, "/app?") || next == "/dashboard" || next == "/playground" {
+	if next == "/app" || strings.HasPrefix(next, "/app/") || strings.HasPrefix(next, "/app?") || next == "/dashboard" || next == "/playground" ||
+		strings.HasPrefix(next, models.OAuthStartPath+"?") {
 		if !strings.HasPrefix(next, "/app/login") && !strings.ContainsAny(next, "\\\r\n") {
 			return next
 		}
