@@ -31,13 +31,15 @@ import (
 	"pluginhost/sandbox"
 )
 
-// browser is a browser of the test: it follows redirects, keeps cookies,
-// trusts the test CA, sends a bearer token to the host (never to the
-// provider), and stops at the host's pages of the app.
+// browser is a browser of the test: it follows redirects and, unless it
+// stops at the host's answers, a page's meta refresh to the provider; it
+// keeps cookies, trusts the test CA, sends a bearer token to the host
+// (never to the provider), and stops at the host's pages of the app.
 type browser struct {
 	*http.Client
 	host, token string
 	back        string // the last callback URL the provider sent it to
+	stop        bool   // at the host's answers: no redirect, no refresh
 }
 
 func newBrowser(ca *tlstest.CA, host, token string) *browser {
@@ -78,14 +80,17 @@ func (b *browser) get(t *testing.T, u string, header ...string) (*http.Response,
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if to := oauthtest.Refresh(string(body)); to != "" && !b.stop && !strings.HasPrefix(to, "/") {
+		return b.get(t, to)
+	}
 	return resp, string(body)
 }
 
-// noRedirects answers redirects instead of following them.
+// noRedirects answers redirects and refreshes instead of following them.
 func (b *browser) noRedirects() *browser {
 	c := *b.Client
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &browser{Client: &c, host: b.host, token: b.token}
+	return &browser{Client: &c, host: b.host, token: b.token, stop: true}
 }
 
 // authorize opens a start link, signs in at the provider, and returns the
@@ -139,296 +144,299 @@ func oauthPlugin(t *testing.T, op *oauthtest.Provider, version, authorizationURL
 // refreshed when they expire, and never shown to the module, GraphQL, logs
 // or the audit trail. The client goes only to the URLs the admin set it
 // for: a package that names others leaves the connection unusable, and the
-// provider sees no request, until the admin sets the client again.
+// provider sees no request, until the admin sets the client again. On both
+// databases.
 func TestOAuthFlow(t *testing.T) {
-	ca := tlstest.NewCA(t, "oauth test CA")
-	logs := &testenv.Buffer{}
-	var skew atomic.Int64 // the host's clock, ahead of the wall clock by this much
-	env := fixture.New(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/oauth.db"},
-		fixture.Egress([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, ca.PEMFile),
-		fixture.Log(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-	env.Server.Connections.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-	hostSrv := httptest.NewServer(env.Server.Handler)
-	t.Cleanup(hostSrv.Close)
-	redirect := hostSrv.URL + connections.CallbackPath
-	op := oauthtest.Start(t, ca, redirect)
-	module := map[string][]byte{"capabilities/fetch.wasm": wasmtest.Reactor(t, "../sandbox/testdata/reactors", "fetch")}
-	ctx := context.Background()
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		ca := tlstest.NewCA(t, "oauth test CA")
+		logs := &testenv.Buffer{}
+		var skew atomic.Int64 // the host's clock, ahead of the wall clock by this much
+		env := fixture.New(t, b,
+			fixture.Egress([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, ca.PEMFile),
+			fixture.Log(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+		env.Server.Connections.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+		hostSrv := httptest.NewServer(env.Server.Handler)
+		t.Cleanup(hostSrv.Close)
+		redirect := hostSrv.URL + connections.CallbackPath
+		op := oauthtest.Start(t, ca, redirect)
+		module := map[string][]byte{"capabilities/fetch.wasm": wasmtest.Reactor(t, "../sandbox/testdata/reactors", "fetch")}
+		ctx := context.Background()
 
-	aliceToken, alice, err := env.Auth.CreateToken(ctx, "alice", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bobToken, _, err := env.Auth.CreateToken(ctx, "bob", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	installed, err := env.Life.Install(ctx, alice, env.Package(t, oauthPlugin(t, op, "1.0.0", op.AuthorizationURL(), op.TokenURL()), module))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst := env.Instance(t, alice, installed)
-	if _, err := env.Life.SetInstanceGrant(ctx, alice, inst.ID, models.PermissionNetwork, true); err != nil {
-		t.Fatal(err)
-	}
-	caller := models.Caller{UserID: alice.ID}
-	conns := env.Server.Connections
-
-	// No client yet: the operator must set one (admins only, for a plugin
-	// installed here, and an OAuth connection of it).
-	if _, err := conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL); err == nil || !strings.Contains(err.Error(), "setOAuthClient") {
-		t.Fatalf("start without a client: %v", err)
-	}
-	admin := &models.User{ID: "admin", Admin: true}
-	for _, tc := range []struct {
-		name               string
-		user               *models.User
-		plugin, connection string
-		code               models.Code
-		says               string
-	}{
-		{"a user", alice, "com.example.oauth", "id", models.ErrForbidden, "admin"},
-		{"a plugin not installed", admin, "com.example.absent", "id", models.ErrInvalid, "not installed"},
-		{"an undeclared connection", admin, "com.example.oauth", "other", models.ErrInvalid, "declares no OAuth connection"},
-	} {
-		if err := conns.SetOAuthClient(ctx, tc.user, tc.plugin, tc.connection, op.ClientID, op.ClientSecret); models.ErrorCode(err) != tc.code || !strings.Contains(err.Error(), tc.says) {
-			t.Fatalf("%s sets a client: %v, want %s saying %q", tc.name, err, tc.code, tc.says)
-		}
-	}
-	if err := conns.SetOAuthClient(ctx, admin, "com.example.oauth", "id", op.ClientID, op.ClientSecret); err != nil {
-		t.Fatal(err)
-	}
-
-	// The start link is on this server.
-	link, err := conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(link, hostSrv.URL+connections.StartPath+"?link=") {
-		t.Fatalf("start link %s", link)
-	}
-	// Not signed in: a script is refused, a person's browser sent to sign in.
-	if resp, _ := newBrowser(ca, hostSrv.URL, "").stopAtProvider(t, link); resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("a script without a token: %d", resp.StatusCode)
-	}
-	linkPath := strings.TrimPrefix(link, hostSrv.URL)
-	if resp, _ := newBrowser(ca, hostSrv.URL, "").noRedirects().get(t, link, "Accept", "text/html"); resp.StatusCode != http.StatusSeeOther ||
-		resp.Header.Get("Location") != "/app/login?next="+url.QueryEscape(linkPath) {
-		t.Fatalf("a browser without a session: %d %s", resp.StatusCode, resp.Header.Get("Location"))
-	}
-	// Another user's browser is asked to sign in as the user who started it.
-	bobs := newBrowser(ca, hostSrv.URL, bobToken)
-	if resp, page := bobs.stopAtProvider(t, link); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "another user") ||
-		!strings.Contains(page, "/app/login?next=") {
-		t.Fatalf("bob opens alice's link: %d %s", resp.StatusCode, page)
-	}
-	if len(resp(t, bobs, link).Cookies()) != 0 {
-		t.Fatal("bob's browser got a state cookie")
-	}
-
-	// Alice's browser gets the state cookie and goes to the provider.
-	alices := newBrowser(ca, hostSrv.URL, aliceToken)
-	start, _ := alices.stopAtProvider(t, link)
-	to, _ := url.Parse(start.Header.Get("Location"))
-	if q := to.Query(); start.StatusCode != http.StatusSeeOther || !strings.HasPrefix(to.String(), op.AuthorizationURL()+"?") ||
-		q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("state") == "" || q.Get("redirect_uri") != redirect ||
-		q.Get("client_id") != op.ClientID {
-		t.Fatalf("the start link answered %d %s", start.StatusCode, to)
-	}
-	cookies := start.Cookies()
-	if len(cookies) != 1 || cookies[0].Name != connections.StateCookie || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteLaxMode ||
-		cookies[0].Path != connections.StateCookiePath || cookies[0].Secure || cookies[0].MaxAge != 600 || start.Header.Get("Referrer-Policy") != "no-referrer" {
-		t.Fatalf("state cookie %+v (Referrer-Policy %q)", cookies, start.Header.Get("Referrer-Policy"))
-	}
-	// The link worked once.
-	if resp, page := alices.stopAtProvider(t, link); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "used already") {
-		t.Fatalf("the link opened twice: %d %s", resp.StatusCode, page)
-	}
-
-	// Signing in at the provider sends the browser back. Another browser
-	// (no cookie), signed in or not, and the right cookie with another
-	// user's session, are refused, and the state stays for the right one.
-	link, _ = conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
-	alices.Jar, _ = cookiejar.New(nil)
-	viaProvider := newBrowser(ca, hostSrv.URL, aliceToken)
-	viaProvider.Jar = alices.Jar
-	viaProvider.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if strings.HasSuffix(req.URL.Path, connections.CallbackPath) {
-			viaProvider.back = req.URL.String()
-			return http.ErrUseLastResponse // the browser stops before the host
-		}
-		return nil
-	}
-	viaProvider.authorize(t, link)
-	back := viaProvider.back
-	if back == "" {
-		t.Fatal("the provider did not send the browser back")
-	}
-	for _, b := range []*browser{newBrowser(ca, hostSrv.URL, ""), newBrowser(ca, hostSrv.URL, bobToken), newBrowser(ca, hostSrv.URL, aliceToken)} {
-		if resp, page := b.noRedirects().get(t, back); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "another browser") {
-			t.Fatalf("a callback from another browser: %d %s", resp.StatusCode, page)
-		}
-	}
-	withBob := &browser{Client: alices.noRedirects().Client, host: hostSrv.URL, token: bobToken}
-	if resp, page := withBob.get(t, back); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "another user") {
-		t.Fatalf("the right browser signed in as bob: %d %s", resp.StatusCode, page)
-	}
-	if got := op.TokenRequests(); len(got) != 0 {
-		t.Fatalf("the provider saw token requests before the right browser came back: %+v", got)
-	}
-	resp, page := alices.noRedirects().get(t, back)
-	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/app/"+inst.ID+"?connected=id") {
-		t.Fatalf("the callback answered %d %s %s", resp.StatusCode, resp.Header.Get("Location"), page)
-	}
-	if got := op.TokenRequests(); len(got) != 1 || got[0].Path != "/oauth/token" || got[0].GrantType != "authorization_code" || !got[0].Secret {
-		t.Fatalf("token requests: %+v", got)
-	}
-	list, err := conns.Of(ctx, caller, inst.ID)
-	if err != nil || len(list) != 1 || !list[0].Connected || list[0].Account != "id1" || list[0].ExpiresAt == nil {
-		t.Fatalf("after the callback: %+v %v", list, err)
-	}
-	// The state is single use.
-	if resp, page := alices.noRedirects().get(t, back); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "completed already") {
-		t.Fatalf("a second use of the state: %d %s", resp.StatusCode, page)
-	}
-
-	// A run fetches the provider's userinfo: the host attaches the token.
-	fetch := func() (map[string]any, error) {
-		args := fmt.Sprintf(`{"rounds":1,"requests":[{"id":"me","method":"GET","url":"%suserinfo","connection":"id"}]}`, op.Issuer)
-		res, err := env.Runs.Run(ctx, capability.Call{Caller: caller, InstanceID: inst.ID, Capability: "me.fetch",
-			Arguments: models.JSON(args), Trigger: sandbox.TriggerInvoke})
+		aliceToken, alice, err := env.Auth.CreateToken(ctx, "alice", false)
 		if err != nil {
-			return nil, err
-		}
-		var data map[string]any
-		json.Unmarshal(res.Data, &data)
-		return data, nil
-	}
-	data, err := fetch()
-	if err != nil {
-		t.Fatal(err)
-	}
-	me := data["fetched"].(map[string]any)["me"].(map[string]any)
-	if me["status"] != float64(200) || !strings.Contains(fmt.Sprint(me["body"]), "test-user@zitadel.ch") {
-		t.Fatalf("userinfo with the connection: %v", me)
-	}
-
-	// Past its expiry the access token is refreshed, and works.
-	tokensBefore := secretsOf(t, env)
-	skew.Store(int64(2 * time.Hour))
-	if data, err = fetch(); err != nil {
-		t.Fatal(err)
-	}
-	if me := data["fetched"].(map[string]any)["me"].(map[string]any); me["status"] != float64(200) {
-		t.Fatalf("userinfo after the refresh: %v", me)
-	}
-	if after := secretsOf(t, env); bytes.Equal(after, tokensBefore) {
-		t.Fatal("the sealed tokens did not change: no refresh happened")
-	}
-	skew.Store(0)
-
-	// An expired link, and an expired state.
-	stale, _ := conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
-	skew.Store(int64(connections.StateLifetime + time.Minute))
-	if resp, page := alices.stopAtProvider(t, stale); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "expired") {
-		t.Fatalf("an expired link: %d %s", resp.StatusCode, page)
-	}
-	skew.Store(0)
-	stale, _ = conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
-	viaProvider.authorize(t, stale)
-	skew.Store(int64(connections.StateLifetime + time.Minute))
-	if resp, page := alices.noRedirects().get(t, viaProvider.back); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "expired") {
-		t.Fatalf("an expired state: %d %s", resp.StatusCode, page)
-	}
-	skew.Store(0)
-	if resp, _ := alices.noRedirects().get(t, hostSrv.URL+connections.CallbackPath+"?state=forged&code=x"); resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("a forged state: %d", resp.StatusCode)
-	}
-	tokenRequests := len(op.TokenRequests())
-
-	// A package that moves the token URL elsewhere leaves the connection
-	// unusable: no fetch, no refresh, no new authorization, and nothing
-	// reaches the new URL. Back at the URLs of the client, it works again;
-	// moving the authorization URL is the same; the admin setting the client
-	// again makes it usable.
-	update := func(version, authorizationURL, tokenURL string) {
-		t.Helper()
-		if _, err := env.Life.Update(ctx, alice, installed.ID, env.Package(t, oauthPlugin(t, op, version, authorizationURL, tokenURL), module)); err != nil {
 			t.Fatal(err)
 		}
-	}
-	unusable := func(says string) {
-		t.Helper()
-		if list, _ := conns.Of(ctx, caller, inst.ID); list[0].Connected {
-			t.Fatal("an unusable connection shows as connected")
+		bobToken, _, err := env.Auth.CreateToken(ctx, "bob", false)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, clock := range []time.Duration{0, 2 * time.Hour} { // the token as it is, then one to refresh
-			skew.Store(int64(clock))
-			_, err := fetch()
-			var e *models.Error
-			if !errors.As(err, &e) || e.Reason != models.ReasonConnectionRequired || !strings.Contains(e.Message, says) || !strings.Contains(e.Message, "setOAuthClient") {
-				t.Fatalf("a fetch with the connection (clock +%v): %v, want connection_required naming %s", clock, err, says)
+		installed, err := env.Life.Install(ctx, alice, env.Package(t, oauthPlugin(t, op, "1.0.0", op.AuthorizationURL(), op.TokenURL()), module))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst := env.Instance(t, alice, installed)
+		if _, err := env.Life.SetInstanceGrant(ctx, alice, inst.ID, models.PermissionNetwork, true); err != nil {
+			t.Fatal(err)
+		}
+		caller := models.Caller{UserID: alice.ID}
+		conns := env.Server.Connections
+
+		// No client yet: the operator must set one (admins only, for a plugin
+		// installed here, and an OAuth connection of it).
+		if _, err := conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL); err == nil || !strings.Contains(err.Error(), "setOAuthClient") {
+			t.Fatalf("start without a client: %v", err)
+		}
+		admin := &models.User{ID: "admin", Admin: true}
+		for _, tc := range []struct {
+			name               string
+			user               *models.User
+			plugin, connection string
+			code               models.Code
+			says               string
+		}{
+			{"a user", alice, "com.example.oauth", "id", models.ErrForbidden, "admin"},
+			{"a plugin not installed", admin, "com.example.absent", "id", models.ErrInvalid, "not installed"},
+			{"an undeclared connection", admin, "com.example.oauth", "other", models.ErrInvalid, "declares no OAuth connection"},
+		} {
+			if err := conns.SetOAuthClient(ctx, tc.user, tc.plugin, tc.connection, op.ClientID, op.ClientSecret); models.ErrorCode(err) != tc.code || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("%s sets a client: %v, want %s saying %q", tc.name, err, tc.code, tc.says)
 			}
+		}
+		if err := conns.SetOAuthClient(ctx, admin, "com.example.oauth", "id", op.ClientID, op.ClientSecret); err != nil {
+			t.Fatal(err)
+		}
+
+		// The start link is on this server.
+		link, err := conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(link, hostSrv.URL+connections.StartPath+"?link=") {
+			t.Fatalf("start link %s", link)
+		}
+		// Not signed in: a script is refused, a person's browser sent to sign in.
+		if resp, _ := newBrowser(ca, hostSrv.URL, "").stopAtProvider(t, link); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a script without a token: %d", resp.StatusCode)
+		}
+		linkPath := strings.TrimPrefix(link, hostSrv.URL)
+		if resp, _ := newBrowser(ca, hostSrv.URL, "").noRedirects().get(t, link, "Accept", "text/html"); resp.StatusCode != http.StatusSeeOther ||
+			resp.Header.Get("Location") != "/app/login?next="+url.QueryEscape(linkPath) {
+			t.Fatalf("a browser without a session: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		// Another user's browser is asked to sign in as the user who started it.
+		bobs := newBrowser(ca, hostSrv.URL, bobToken)
+		if resp, page := bobs.stopAtProvider(t, link); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "another user") ||
+			!strings.Contains(page, "/app/login?next=") {
+			t.Fatalf("bob opens alice's link: %d %s", resp.StatusCode, page)
+		}
+		if len(resp(t, bobs, link).Cookies()) != 0 {
+			t.Fatal("bob's browser got a state cookie")
+		}
+
+		// Alice's browser gets the state cookie and goes to the provider.
+		alices := newBrowser(ca, hostSrv.URL, aliceToken)
+		start, startPage := alices.stopAtProvider(t, link)
+		to, _ := url.Parse(oauthtest.Refresh(startPage))
+		if q := to.Query(); start.StatusCode != http.StatusOK || !strings.HasPrefix(to.String(), op.AuthorizationURL()+"?") ||
+			q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("state") == "" || q.Get("redirect_uri") != redirect ||
+			q.Get("client_id") != op.ClientID {
+			t.Fatalf("the start link answered %d %s", start.StatusCode, to)
+		}
+		cookies := start.Cookies()
+		if len(cookies) != 1 || cookies[0].Name != connections.StateCookie || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteLaxMode ||
+			cookies[0].Path != connections.StateCookiePath || cookies[0].Secure || cookies[0].MaxAge != 600 || start.Header.Get("Referrer-Policy") != "no-referrer" {
+			t.Fatalf("state cookie %+v (Referrer-Policy %q)", cookies, start.Header.Get("Referrer-Policy"))
+		}
+		// The link worked once.
+		if resp, page := alices.stopAtProvider(t, link); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "used already") {
+			t.Fatalf("the link opened twice: %d %s", resp.StatusCode, page)
+		}
+
+		// Signing in at the provider sends the browser back. Another browser
+		// (no cookie), signed in or not, and the right cookie with another
+		// user's session, are refused, and the state stays for the right one.
+		link, _ = conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
+		alices.Jar, _ = cookiejar.New(nil)
+		viaProvider := newBrowser(ca, hostSrv.URL, aliceToken)
+		viaProvider.Jar = alices.Jar
+		viaProvider.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+			if strings.HasSuffix(req.URL.Path, connections.CallbackPath) {
+				viaProvider.back = req.URL.String()
+				return http.ErrUseLastResponse // the browser stops before the host
+			}
+			return nil
+		}
+		viaProvider.authorize(t, link)
+		back := viaProvider.back
+		if back == "" {
+			t.Fatal("the provider did not send the browser back")
+		}
+		for _, b := range []*browser{newBrowser(ca, hostSrv.URL, ""), newBrowser(ca, hostSrv.URL, bobToken), newBrowser(ca, hostSrv.URL, aliceToken)} {
+			if resp, page := b.noRedirects().get(t, back); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "another browser") {
+				t.Fatalf("a callback from another browser: %d %s", resp.StatusCode, page)
+			}
+		}
+		withBob := &browser{Client: alices.noRedirects().Client, host: hostSrv.URL, token: bobToken}
+		if resp, page := withBob.get(t, back); resp.StatusCode != http.StatusForbidden || !strings.Contains(page, "another user") {
+			t.Fatalf("the right browser signed in as bob: %d %s", resp.StatusCode, page)
+		}
+		if got := op.TokenRequests(); len(got) != 0 {
+			t.Fatalf("the provider saw token requests before the right browser came back: %+v", got)
+		}
+		resp, page := alices.noRedirects().get(t, back)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(page, `<meta http-equiv="refresh" content="0; url=/app/`+inst.ID+`?connected=id">`) {
+			t.Fatalf("the callback answered %d %s", resp.StatusCode, page)
+		}
+		if got := op.TokenRequests(); len(got) != 1 || got[0].Path != "/oauth/token" || got[0].GrantType != "authorization_code" || !got[0].Secret {
+			t.Fatalf("token requests: %+v", got)
+		}
+		list, err := conns.Of(ctx, caller, inst.ID)
+		if err != nil || len(list) != 1 || !list[0].Connected || list[0].Account != "id1" || list[0].ExpiresAt == nil {
+			t.Fatalf("after the callback: %+v %v", list, err)
+		}
+		// The state is single use.
+		if resp, page := alices.noRedirects().get(t, back); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "completed already") {
+			t.Fatalf("a second use of the state: %d %s", resp.StatusCode, page)
+		}
+
+		// A run fetches the provider's userinfo: the host attaches the token.
+		fetch := func() (map[string]any, error) {
+			args := fmt.Sprintf(`{"rounds":1,"requests":[{"id":"me","method":"GET","url":"%suserinfo","connection":"id"}]}`, op.Issuer)
+			res, err := env.Runs.Run(ctx, capability.Call{Caller: caller, InstanceID: inst.ID, Capability: "me.fetch",
+				Arguments: models.JSON(args), Trigger: sandbox.TriggerInvoke})
+			if err != nil {
+				return nil, err
+			}
+			var data map[string]any
+			json.Unmarshal(res.Data, &data)
+			return data, nil
+		}
+		data, err := fetch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		me := data["fetched"].(map[string]any)["me"].(map[string]any)
+		if me["status"] != float64(200) || !strings.Contains(fmt.Sprint(me["body"]), "test-user@zitadel.ch") {
+			t.Fatalf("userinfo with the connection: %v", me)
+		}
+
+		// Past its expiry the access token is refreshed, and works.
+		tokensBefore := secretsOf(t, env)
+		skew.Store(int64(2 * time.Hour))
+		if data, err = fetch(); err != nil {
+			t.Fatal(err)
+		}
+		if me := data["fetched"].(map[string]any)["me"].(map[string]any); me["status"] != float64(200) {
+			t.Fatalf("userinfo after the refresh: %v", me)
+		}
+		if after := secretsOf(t, env); bytes.Equal(after, tokensBefore) {
+			t.Fatal("the sealed tokens did not change: no refresh happened")
 		}
 		skew.Store(0)
-		if _, err := conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL); err == nil || !strings.Contains(err.Error(), "setOAuthClient") {
-			t.Fatalf("startOAuth: %v", err)
-		}
-		if got := op.TokenRequests(); len(got) != tokenRequests {
-			t.Fatalf("token requests while unusable: %+v", got[tokenRequests:])
-		}
-	}
-	update("1.1.0", op.AuthorizationURL(), op.ForeignTokenURL())
-	unusable(op.ForeignTokenURL())
-	update("1.2.0", op.AuthorizationURL(), op.TokenURL())
-	if _, err := fetch(); err != nil {
-		t.Fatalf("back at the client's URLs: %v", err)
-	}
-	update("1.3.0", op.URL("foreign/auth"), op.TokenURL())
-	unusable(op.URL("foreign/auth"))
-	if err := conns.SetOAuthClient(ctx, admin, "com.example.oauth", "id", op.ClientID, op.ClientSecret); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fetch(); err != nil {
-		t.Fatalf("after the admin set the client again: %v", err)
-	}
-	for _, r := range op.TokenRequests() {
-		if r.Path != "/oauth/token" {
-			t.Fatalf("a token request reached %s: %+v", r.Path, r)
-		}
-	}
 
-	// The tokens are nowhere but sealed: not in the module's request, the
-	// log, the audit trails.
-	raw := secretsOf(t, env)
-	tokens := regexp.MustCompile(`[A-Za-z0-9_\-]{20,}`).FindAll(raw, -1) // nothing readable is in the sealed bytes
-	if len(tokens) > 0 {
-		t.Fatalf("the sealed secret holds readable text: %q", tokens)
-	}
-	request, _ := json.Marshal(data["request"])
-	var audit []map[string]any
-	env.DB.Read.Table("fetch_audit").Find(&audit)
-	for where, text := range map[string]string{"the module's request": string(request), "the log": logs.String(), "the audit": fmt.Sprint(audit)} {
-		for _, secret := range []string{op.ClientSecret, "Bearer ", "refresh_token", "access_token"} {
-			if strings.Contains(text, secret) {
-				t.Errorf("%s holds %q", where, secret)
+		// An expired link, and an expired state.
+		stale, _ := conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
+		skew.Store(int64(connections.StateLifetime + time.Minute))
+		if resp, page := alices.stopAtProvider(t, stale); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "expired") {
+			t.Fatalf("an expired link: %d %s", resp.StatusCode, page)
+		}
+		skew.Store(0)
+		stale, _ = conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
+		viaProvider.authorize(t, stale)
+		skew.Store(int64(connections.StateLifetime + time.Minute))
+		if resp, page := alices.noRedirects().get(t, viaProvider.back); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "expired") {
+			t.Fatalf("an expired state: %d %s", resp.StatusCode, page)
+		}
+		skew.Store(0)
+		if resp, _ := alices.noRedirects().get(t, hostSrv.URL+connections.CallbackPath+"?state=forged&code=x"); resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("a forged state: %d", resp.StatusCode)
+		}
+		tokenRequests := len(op.TokenRequests())
+
+		// A package that moves the token URL elsewhere leaves the connection
+		// unusable: no fetch, no refresh, no new authorization, and nothing
+		// reaches the new URL. Back at the URLs of the client, it works again;
+		// moving the authorization URL is the same; the admin setting the client
+		// again makes it usable.
+		update := func(version, authorizationURL, tokenURL string) {
+			t.Helper()
+			if _, err := env.Life.Update(ctx, alice, installed.ID, env.Package(t, oauthPlugin(t, op, version, authorizationURL, tokenURL), module)); err != nil {
+				t.Fatal(err)
 			}
 		}
-	}
-
-	// Disconnect deletes the tokens and any authorization under way.
-	conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
-	if err := conns.Disconnect(ctx, caller, inst.ID, "id"); err != nil {
-		t.Fatal(err)
-	}
-	for _, table := range []string{"installation_credentials", "oauth_states"} {
-		if n := testenv.Count(t, env.DB.Read, table, "instance_id = ?", inst.ID); n != 0 {
-			t.Fatalf("%d rows of %s after disconnect", n, table)
+		unusable := func(says string) {
+			t.Helper()
+			if list, _ := conns.Of(ctx, caller, inst.ID); list[0].Connected {
+				t.Fatal("an unusable connection shows as connected")
+			}
+			for _, clock := range []time.Duration{0, 2 * time.Hour} { // the token as it is, then one to refresh
+				skew.Store(int64(clock))
+				_, err := fetch()
+				var e *models.Error
+				if !errors.As(err, &e) || e.Reason != models.ReasonConnectionRequired || !strings.Contains(e.Message, says) || !strings.Contains(e.Message, "setOAuthClient") {
+					t.Fatalf("a fetch with the connection (clock +%v): %v, want connection_required naming %s", clock, err, says)
+				}
+			}
+			skew.Store(0)
+			if _, err := conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL); err == nil || !strings.Contains(err.Error(), "setOAuthClient") {
+				t.Fatalf("startOAuth: %v", err)
+			}
+			if got := op.TokenRequests(); len(got) != tokenRequests {
+				t.Fatalf("token requests while unusable: %+v", got[tokenRequests:])
+			}
 		}
-	}
-	if _, err := fetch(); models.ErrorCode(err) != models.ErrCapabilityFailed || !strings.Contains(err.Error(), "not connected") {
-		t.Fatalf("a fetch after disconnect: %v", err)
-	}
+		update("1.1.0", op.AuthorizationURL(), op.ForeignTokenURL())
+		unusable(op.ForeignTokenURL())
+		update("1.2.0", op.AuthorizationURL(), op.TokenURL())
+		if _, err := fetch(); err != nil {
+			t.Fatalf("back at the client's URLs: %v", err)
+		}
+		update("1.3.0", op.URL("foreign/auth"), op.TokenURL())
+		unusable(op.URL("foreign/auth"))
+		if err := conns.SetOAuthClient(ctx, admin, "com.example.oauth", "id", op.ClientID, op.ClientSecret); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fetch(); err != nil {
+			t.Fatalf("after the admin set the client again: %v", err)
+		}
+		for _, r := range op.TokenRequests() {
+			if r.Path != "/oauth/token" {
+				t.Fatalf("a token request reached %s: %+v", r.Path, r)
+			}
+		}
+
+		// The tokens are nowhere but sealed: not in the module's request, the
+		// log, the audit trails.
+		raw := secretsOf(t, env)
+		tokens := regexp.MustCompile(`[A-Za-z0-9_\-]{20,}`).FindAll(raw, -1) // nothing readable is in the sealed bytes
+		if len(tokens) > 0 {
+			t.Fatalf("the sealed secret holds readable text: %q", tokens)
+		}
+		request, _ := json.Marshal(data["request"])
+		var audit []map[string]any
+		env.DB.Read.Table("fetch_audit").Find(&audit)
+		for where, text := range map[string]string{"the module's request": string(request), "the log": logs.String(), "the audit": fmt.Sprint(audit)} {
+			for _, secret := range []string{op.ClientSecret, "Bearer ", "refresh_token", "access_token"} {
+				if strings.Contains(text, secret) {
+					t.Errorf("%s holds %q", where, secret)
+				}
+			}
+		}
+
+		// Disconnect deletes the tokens and any authorization under way.
+		conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
+		if err := conns.Disconnect(ctx, caller, inst.ID, "id"); err != nil {
+			t.Fatal(err)
+		}
+		for _, table := range []string{"installation_credentials", "oauth_states"} {
+			if n := testenv.Count(t, env.DB.Read, table, "instance_id = ?", inst.ID); n != 0 {
+				t.Fatalf("%d rows of %s after disconnect", n, table)
+			}
+		}
+		if _, err := fetch(); models.ErrorCode(err) != models.ErrCapabilityFailed || !strings.Contains(err.Error(), "not connected") {
+			t.Fatalf("a fetch after disconnect: %v", err)
+		}
+	})
 }
 
 // resp opens a URL in b without following redirects and returns the answer.

@@ -11,12 +11,12 @@ import (
 	"pluginhost/models"
 )
 
-// withBaseURL records the server's address as this request reached it
+// WithBaseURL records the server's address as this request reached it
 // (PublicURL when the operator set it): where OAuth start links point and
-// providers send users back. It wraps the GraphQL route alone: inside the
-// mux, so that the route pattern the mux records stays on the request the
-// access log sees.
-func (s *Server) withBaseURL(next http.Handler) http.Handler {
+// providers send users back. It wraps the GraphQL routes alone (/graphql
+// and the web host's): inside the mux, so that the route pattern the mux
+// records stays on the request the access log sees.
+func (s *Server) WithBaseURL(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		base := s.PublicURL
 		if base == "" {
@@ -32,9 +32,9 @@ func (s *Server) withBaseURL(next http.Handler) http.Handler {
 
 var oauthPage = template.Must(template.New("oauth").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title></head>
+<title>{{.Title}}</title>{{if .Refresh}}<meta http-equiv="refresh" content="0; url={{.Refresh}}">{{end}}</head>
 <body style="font-family: system-ui, sans-serif; max-width: 36rem; margin: 4rem auto; padding: 0 1rem">
-<h1 style="font-size: 1.4rem">{{.Title}}</h1><p>{{.Message}}</p>{{if .SignIn}}<p><a href="{{.SignIn}}">Sign in as the user who started it</a></p>{{end}}{{if .Back}}<p><a href="{{.Back}}">Back to the plugin</a></p>{{end}}
+<h1 style="font-size: 1.4rem">{{.Title}}</h1><p>{{.Message}}</p>{{if .SignIn}}<p><a href="{{.SignIn}}">Sign in as the user who started it</a></p>{{end}}{{if .Continue}}<p><a href="{{.Continue}}">Continue</a></p>{{end}}{{if .Back}}<p><a href="{{.Back}}">Back to the plugin</a></p>{{end}}
 </body></html>`))
 
 // oauthHeaders are the headers of the start link's and the callback's
@@ -80,7 +80,8 @@ func (s *Server) stateCookie(w http.ResponseWriter, r *http.Request, value strin
 // answers. A browser that is not signed in is sent to sign in and back; one
 // signed in as the user who started it gets the state cookie (a value it
 // keeps across authorizations) and goes on to the provider; any other is
-// asked to sign in as that user. The link works once.
+// asked to sign in as that user. The link works once. Its pages send no
+// Referer, so the link does not reach the provider.
 func (s *Server) oauthStart(w http.ResponseWriter, r *http.Request) {
 	user, _, ok := s.pageUser(w, r, "pluginhost")
 	if !ok {
@@ -103,13 +104,17 @@ func (s *Server) oauthStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stateCookie(w, r, browser)
-	http.Redirect(w, r, provider, http.StatusSeeOther)
+	// On to the provider from this page rather than by a redirect: the
+	// sign-in form leads here by a redirect, and its form-action 'self'
+	// would stop a redirect chain that leaves the server.
+	writeOAuthPage(w, http.StatusOK, map[string]string{"Title": "Connecting", "Message": "Continuing to the provider to authorize the connection.",
+		"Continue": provider, "Refresh": provider})
 }
 
 // oauthCallback is GET /v1/oauth/callback: the provider sends the user back
 // with a code and the state. It completes only in the browser that opened
 // the start link (its state cookie) and, when the request is signed in, as
-// the user who started it.
+// the user who started it; then its page leads back to the plugin.
 func (s *Server) oauthCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	userID := ""
@@ -135,9 +140,9 @@ func (s *Server) oauthCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Log.Info("connection connected", "instance", instanceID, "connection", connection)
-	if back != "" {
-		http.Redirect(w, r, back+"?connected="+url.QueryEscape(connection), http.StatusSeeOther)
-		return
-	}
-	writeOAuthPage(w, http.StatusOK, map[string]string{"Title": "Connected", "Message": "The account is connected. You may close this page."})
+	// Back to the plugin from this page rather than by a redirect: a
+	// navigation this server's page starts carries the session cookie
+	// (SameSite=Strict), which a redirect of the provider's does not.
+	to := back + "?connected=" + url.QueryEscape(connection)
+	writeOAuthPage(w, http.StatusOK, map[string]string{"Title": "Connected", "Message": "The account is connected.", "Back": to, "Refresh": to})
 }

@@ -55,7 +55,7 @@ func (s *Server) Handler(mount ...func(*http.ServeMux)) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.Handle("GET /metrics", s.Metrics.Handler())
-	mux.Handle("/graphql", s.withBaseURL(s.graphql()))
+	mux.Handle("/graphql", s.WithBaseURL(s.graphql()))
 	if s.Playground {
 		mux.Handle("GET /playground", s.playground())
 		mux.HandleFunc("GET /playground/assets/{file}", playgroundAsset)

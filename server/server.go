@@ -313,7 +313,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 		Connections: s.Connections, PublicURL: cfg.PublicURL,
 	}
 	app := &webhost.Server{
-		User: api.PageUser("pluginhost app"), WithUser: auth.WithUser, GraphQL: s.GraphQL,
+		User: api.PageUser("pluginhost app"), WithUser: auth.WithUser, GraphQL: api.WithBaseURL(s.GraphQL),
 		Socket: s.GraphQL.ServeSocketAs, Execute: s.GraphQL.Execute, Images: api.Images(), Error: api.WriteError,
 		SignIn: s.Authenticator.SignIn, PublicURL: cfg.PublicURL, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 	}

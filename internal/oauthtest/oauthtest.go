@@ -8,12 +8,14 @@ package oauthtest
 import (
 	"crypto/tls"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -125,3 +127,15 @@ func (p *Provider) TokenURL() string { return p.URL("oauth/token") }
 // ForeignTokenURL is a token URL on the provider's host that is not its
 // token endpoint: what reaches it is recorded and refused.
 func (p *Provider) ForeignTokenURL() string { return p.URL("foreign/token") }
+
+var refresh = regexp.MustCompile(`<meta http-equiv="refresh" content="0; url=([^"]+)">`)
+
+// Refresh returns where a page of the server leads on to by itself (its
+// meta refresh), "" when it does not.
+func Refresh(page string) string {
+	m := refresh.FindStringSubmatch(page)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(m[1])
+}
