@@ -109,9 +109,11 @@ func TestWeatherNetworkE2E(t *testing.T) {
 	const invoke = `mutation($i:ID!,$c:String!,$a:JSON){invoke(instanceId:$i,capability:$c,arguments:$a){summary data}}`
 	lookup := map[string]any{"i": id, "c": "weather.lookup", "a": map[string]any{"city": "Oslo"}}
 
-	// Without the grant, nothing is fetched.
-	if e := fail("network_denied", invoke, lookup); !strings.Contains(e.Message, "network grant") {
-		t.Fatalf("without the grant: %s", e.Message)
+	// Without the grant, nothing is fetched; the refusal names the request
+	// and its host.
+	serviceHost := strings.TrimPrefix(service.URL, "https://")
+	if e := fail("network_denied", invoke, lookup); !strings.Contains(e.Message, "network grant") || e.Extensions["request"] != "now" || e.Extensions["host"] != serviceHost {
+		t.Fatalf("without the grant: %s %v", e.Message, e.Extensions)
 	}
 	must(`mutation($i:ID!){setInstanceGrant(instanceId:$i,permission:"network",granted:true){grants}}`, map[string]any{"i": id}, nil)
 	var looked struct {
@@ -145,8 +147,8 @@ func TestWeatherNetworkE2E(t *testing.T) {
 	// The forecast needs the key: not connected, then a wrong key (the
 	// service's 401 reaches the module), then the right one.
 	forecast := map[string]any{"i": id, "c": "weather.forecast", "a": map[string]any{"city": "Oslo"}}
-	if e := fail("connection_required", invoke, forecast); !strings.Contains(e.Message, "weatherkey") {
-		t.Fatalf("not connected: %s", e.Message)
+	if e := fail("connection_required", invoke, forecast); !strings.Contains(e.Message, "weatherkey") || e.Extensions["request"] != "forecast" || e.Extensions["host"] != serviceHost {
+		t.Fatalf("not connected: %s %v", e.Message, e.Extensions)
 	}
 	const connect = `mutation($i:ID!,$k:String!){connectApiKey(instanceId:$i,connection:"weatherkey",key:$k){id connected account}}`
 	must(connect, map[string]any{"i": id, "k": "wk_wrong"}, nil)
