@@ -156,7 +156,9 @@ type NamespaceUsage struct {
 
 // The link to open to authorize a connection.
 type OAuthStart struct {
-	// The provider's authorization URL; it may be used once, within 10 minutes.
+	// A start link on this server (/v1/oauth/start): opened once, within 10
+	// minutes, in a browser signed in to the web host as the viewer, it leads on
+	// to the provider.
 	AuthorizationURL string `json:"authorizationUrl"`
 }
 
