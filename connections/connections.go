@@ -269,11 +269,13 @@ func (s *Service) SetOAuthClient(ctx context.Context, admin *models.User, plugin
 }
 
 // installedManifest returns the manifest of the newest version of a plugin
-// installed on this server (by any user), and that version.
+// installed on this server (by any user) signed by the key that owns the
+// plugin id, and that version.
 func (s *Service) installedManifest(ctx context.Context, pluginID string) (*models.Manifest, string, error) {
+	owned := s.DB.Read.WithContext(ctx).Model(&database.PluginOwnerRow{}).Select("publisher_key_id").Where("plugin_id = ?", pluginID)
 	var versions []string
 	if err := s.DB.Read.WithContext(ctx).Model(&database.InstallationRow{}).Distinct("version").
-		Where("plugin_id = ? AND status = ?", pluginID, models.InstallationInstalled).Pluck("version", &versions).Error; err != nil {
+		Where("plugin_id = ? AND status = ? AND publisher_key_id IN (?)", pluginID, models.InstallationInstalled, owned).Pluck("version", &versions).Error; err != nil {
 		return nil, "", err
 	}
 	if len(versions) == 0 {
@@ -286,8 +288,8 @@ func (s *Service) installedManifest(ctx context.Context, pluginID string) (*mode
 		}
 	}
 	var row database.InstallationRow
-	if err := s.DB.Read.WithContext(ctx).Select("id", "manifest").Where("plugin_id = ? AND status = ? AND version = ?", pluginID, models.InstallationInstalled, newest).
-		Order("updated_at DESC, id").Take(&row).Error; err != nil {
+	if err := s.DB.Read.WithContext(ctx).Select("id", "manifest").Where("plugin_id = ? AND status = ? AND version = ? AND publisher_key_id IN (?)",
+		pluginID, models.InstallationInstalled, newest, owned).Order("updated_at DESC, id").Take(&row).Error; err != nil {
 		return nil, "", err
 	}
 	instl, err := row.Model()

@@ -2,6 +2,7 @@ package connections_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -123,4 +124,30 @@ func TestAPIKeys(t *testing.T) {
 			t.Fatalf("%d credentials after uninstall", n)
 		}
 	})
+}
+
+// An OAuth client is bound to the URLs of the newest version installed by
+// the key that owns the plugin id, never those of a package another key
+// installed before ids had owners, whatever its version.
+func TestOAuthClientBindsToTheOwnersPackage(t *testing.T) {
+	env := fixture.New(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/clients.db"})
+	ctx := context.Background()
+	alice := env.User(t, "alice")
+	env.Install(t, alice, keyManifest())
+	raw, _ := json.Marshal(keyManifest())
+	foreign := strings.ReplaceAll(string(raw), "https://example.com/token", "https://evil.example/token")
+	if err := env.DB.Write.Exec(`INSERT INTO installations (id, user_id, plugin_id, name, version, publisher_key_id, generation, storage_version,
+		data_policy, status, manifest, package_sha256, created_at, updated_at) VALUES ('instl_old', 'usr_old', 'com.example.keys', 'K', '9.0.0', 'otherkey', 1, 1,
+		'retain', 'installed', ?, '', 1, 1)`, foreign).Error; err != nil {
+		t.Fatal(err)
+	}
+	admin := &models.User{ID: "admin", Admin: true}
+	if err := env.Server.Connections.SetOAuthClient(ctx, admin, "com.example.keys", "gh", "id", "secret"); err != nil {
+		t.Fatal(err)
+	}
+	var token string
+	env.DB.Read.Raw("SELECT token_url FROM oauth_clients WHERE plugin_id = ?", "com.example.keys").Scan(&token)
+	if token != "https://example.com/token" {
+		t.Fatalf("the client is bound to %q, want the owner's https://example.com/token", token)
+	}
 }
