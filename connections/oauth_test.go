@@ -247,6 +247,18 @@ func TestOAuthFlow(t *testing.T) {
 			cookies[0].Path != connections.StateCookiePath || cookies[0].Secure || cookies[0].MaxAge != 600 || start.Header.Get("Referrer-Policy") != "no-referrer" {
 			t.Fatalf("state cookie %+v (Referrer-Policy %q)", cookies, start.Header.Get("Referrer-Policy"))
 		}
+		// Behind TLS the cookie is Secure.
+		tlsSrv := httptest.NewUnstartedServer(env.Server.Handler)
+		tlsSrv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "127.0.0.1")}}
+		tlsSrv.StartTLS()
+		t.Cleanup(tlsSrv.Close)
+		overTLS, err := conns.StartOAuth(ctx, caller, inst.ID, "id", tlsSrv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp, _ := newBrowser(ca, tlsSrv.URL, aliceToken).stopAtProvider(t, overTLS); len(resp.Cookies()) != 1 || !resp.Cookies()[0].Secure {
+			t.Fatalf("the state cookie behind TLS: %+v", resp.Cookies())
+		}
 		// The link worked once.
 		if resp, page := alices.stopAtProvider(t, link); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "used already") {
 			t.Fatalf("the link opened twice: %d %s", resp.StatusCode, page)
