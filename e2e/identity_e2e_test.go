@@ -1,8 +1,8 @@
 package e2e
 
 import (
-	"crypto/hmac"
 	"crypto/ed25519"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
