@@ -174,14 +174,14 @@ func TestWeatherNetworkE2E(t *testing.T) {
 			}
 			Fetches struct {
 				Nodes []struct {
-					Capability, Host, Method, Outcome string
-					Status                            int
-					Connection                        *string
+					ID, Capability, Host, Method, Outcome string
+					Status                                int
+					Connection                            *string
 				}
 			}
 		}
 	}
-	must(`query($i:ID!){instance(id:$i){connections{manifestId connected account expiresAt} fetches(first:10){nodes{capability host method status outcome connection bytesSent bytesReceived durationMs at}}}}`,
+	must(`query($i:ID!){instance(id:$i){connections{manifestId connected account expiresAt} fetches(first:10){nodes{id capability host method status outcome connection bytesSent bytesReceived durationMs at}}}}`,
 		map[string]any{"i": id}, &seen)
 	if len(seen.Instance.Connections) != 1 || !seen.Instance.Connections[0].Connected || seen.Instance.Connections[0].ManifestID != "weatherkey" {
 		t.Fatalf("connections: %+v", seen.Instance.Connections)
@@ -190,6 +190,13 @@ func TestWeatherNetworkE2E(t *testing.T) {
 	if f := seen.Instance.Fetches.Nodes; len(f) != 3 || f[0].Capability != "weather.forecast" || f[0].Status != 200 || f[0].Connection == nil ||
 		f[1].Status != 401 || f[2].Capability != "weather.lookup" || f[2].Host != host || f[2].Method != "GET" || f[2].Outcome != "ok" || f[2].Connection != nil {
 		t.Fatalf("fetches: %+v", f)
+	}
+	var node struct {
+		Node struct{ ID, Host string }
+	}
+	must(`query($n:ID!){node(id:$n){id ...on FetchRecord{host}}}`, map[string]any{"n": seen.Instance.Fetches.Nodes[2].ID}, &node)
+	if node.Node.ID != seen.Instance.Fetches.Nodes[2].ID || node.Node.Host != host {
+		t.Fatalf("node of a fetch record: %+v", node.Node)
 	}
 
 	// The key is nowhere but sealed in its row.
