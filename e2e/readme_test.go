@@ -293,3 +293,27 @@ func ioctl(f *os.File, req uint, arg unsafe.Pointer) error {
 	}
 	return nil
 }
+
+// TestReadmeClientSetups: the Apollo and urql set-ups of the README's
+// "Building an app" are the tested clients' own code.
+func TestReadmeClientSetups(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, name string }{{"appclients/apollo.mjs", "apollo"}, {"appclients/urql.mjs", "urql"}} {
+		src, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start, end := "// README:"+c.name+":start\n", "// README:"+c.name+":end"
+		i, j := strings.Index(string(src), start), strings.Index(string(src), end)
+		if i < 0 || j < i {
+			t.Fatalf("%s has no README markers", c.file)
+		}
+		snippet := string(src)[i+len(start) : j]
+		if !strings.Contains(string(readme), "```js\n"+snippet+"```") {
+			t.Errorf("the README does not show the %s set-up of %s as it is:\n%s", c.name, c.file, snippet)
+		}
+	}
+}
