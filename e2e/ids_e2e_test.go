@@ -228,7 +228,14 @@ func TestGlobalIDs(t *testing.T) {
 	bob.Fail(t, "PLUGIN_STORAGE_PERMISSION_DENIED", `{node(id:"inst_unknown"){id}}`, nil)
 	bob.Fail(t, "BAD_USER_INPUT", `{node(id:"main"){id}}`, nil)
 	bob.Fail(t, "BAD_USER_INPUT", `{node(id:"ext_bm90IGEgc2NvcGU"){id}}`, nil)
-	// Tokens are an admin's to read.
+	// Users and tokens are an admin's to read.
+	var viewer struct{ Viewer struct{ ID string } }
+	alice.Must(t, `{viewer{id}}`, nil, &viewer)
+	var user struct{ Node struct{ Name string } }
+	root.Must(t, `query($i:ID!){node(id:$i){...on User{name}}}`, map[string]any{"i": viewer.Viewer.ID}, &user)
+	if user.Node.Name != "alice" {
+		t.Errorf("an admin's node of alice's user: %+v", user.Node)
+	}
 	var tokens struct {
 		AccessTokens struct{ Nodes []struct{ ID string } }
 	}

@@ -64,6 +64,9 @@ func TestPagingUnderInserts(t *testing.T) {
 		th := newTwinHost(t, h)
 		alice, root := th.Alice, h.user(t, "root", true)
 		alpha, inst := twins[0], th.Instance["alpha"]
+		for i := range 3 {
+			h.user(t, fmt.Sprintf("user-%d", i), false)
+		}
 		save := func(key string) {
 			alice.Must(t, `mutation($i:ID!,$k:String!){saveEntity(instanceId:$i,key:$k,entity:{type:"place",title:$k}){key}}`,
 				map[string]any{"i": inst, "k": key}, nil)
@@ -82,8 +85,9 @@ func TestPagingUnderInserts(t *testing.T) {
 			vars               map[string]any
 			insert             func(i int)
 			// keyOrder: the list is in key order, and records inserted after
-			// the cursor are read too; else newest first, and they are not.
-			keyOrder bool
+			// the cursor are read too; oldestFirst: new records come last,
+			// and are read too; else newest first, and they are not.
+			keyOrder, oldestFirst bool
 		}{
 			{name: "saved entities", field: "savedEntities", keyOrder: true,
 				query: `query($i:ID!,$first:Int,$after:String){savedEntities(instanceId:$i,first:$first,after:$after){edges{cursor node{id key}} nodes{id key} pageInfo{hasNextPage hasPreviousPage startCursor endCursor}}}`,
@@ -101,6 +105,11 @@ func TestPagingUnderInserts(t *testing.T) {
 			{name: "access tokens", field: "accessTokens",
 				query:  `query($first:Int,$after:String){accessTokens(user:"alice",first:$first,after:$after){edges{cursor node{id}} nodes{id} pageInfo{hasNextPage hasPreviousPage startCursor endCursor}}}`,
 				client: root, insert: func(int) { token() }},
+			{name: "users", field: "users", oldestFirst: true,
+				query:  `query($first:Int,$after:String){users(first:$first,after:$after){edges{cursor node{id}} nodes{id} pageInfo{hasNextPage hasPreviousPage startCursor endCursor}}}`,
+				client: root, insert: func(i int) {
+					root.Must(t, `mutation($u:String!){createAccessToken(user:$u){token}}`, map[string]any{"u": fmt.Sprintf("new-user-%d", i)}, nil)
+				}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				ids := func(p connection) []string {
@@ -148,7 +157,10 @@ func TestPagingUnderInserts(t *testing.T) {
 						t.Fatalf("skipped %s: read %v of %v", id, read, before)
 					}
 				}
-				if !tc.keyOrder && !slices.Equal(read, before) {
+				if tc.oldestFirst && (!slices.Equal(read[:len(before)], before) || len(read) == len(before)) {
+					t.Fatalf("read %v, want the records of the start, oldest first, then the new ones: %v", read, before)
+				}
+				if !tc.keyOrder && !tc.oldestFirst && !slices.Equal(read, before) {
 					t.Fatalf("read %v, want the records of the start, newest first: %v", read, before)
 				}
 				if tc.keyOrder {
