@@ -263,6 +263,11 @@ func TestQueryBounds(t *testing.T) {
 		{"storageItems past the cost limit", fmt.Sprintf(`{%s}`, aliases(maxCost/309+1, `storageItems(instanceId:"x"){summary evidence{key}}`)), "QUERY_TOO_COSTLY"},
 		{"storageItems with a small limit, many times", fmt.Sprintf(`{%s}`, aliases(10, `storageItems(instanceId:"x",limit:1){summary}`)), ""},
 		{"storageItems with a variable limit", `query($l:Int){a:storageItems(instanceId:"x",limit:$l){summary} b:storageItems(instanceId:"x",limit:$l){summary}}`, ""},
+		// A connection's edges and nodes are lists of first entries (20
+		// by default): 1+first*(1+1+20 actions).
+		{"a connection's page within the cost", `{notifications(first:50){edges{node{actions{id}}}}}`, ""},
+		{"a connection's page past the cost", `{notifications(first:100){edges{node{actions{id}}}}}`, "QUERY_TOO_COSTLY"},
+		{"a connection's default page", `{a:notifications{nodes{actions{id}}} b:notifications{edges{node{actions{id}}}}}`, ""},
 		{"pluginStorageSnapshot twice", `{a:pluginStorageSnapshot(instanceId:"x") b:pluginStorageSnapshot(instanceId:"x")}`, ""},
 		{"pluginStorageSnapshot three times", `{a:pluginStorageSnapshot(instanceId:"x") b:pluginStorageSnapshot(instanceId:"x") c:pluginStorageSnapshot(instanceId:"x")}`, "QUERY_TOO_COSTLY"},
 	} {

@@ -1,4 +1,5 @@
 //go:generate go tool gqlgen generate
+//go:generate go run ./cmd/graphqlschema -out docs/schema.graphql
 
 // Command pluginhost hosts signed plugins: it serves the GraphQL, websocket and
 // REST API over each plugin Instance's persistent storage, and builds, signs,

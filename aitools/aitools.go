@@ -32,10 +32,11 @@ type NamespaceAccess struct {
 
 // Tool is one storage tool of one Instance that the AI may call.
 type Tool struct {
-	Handle     string
-	Capability string
-	InstanceID string
-	Namespaces []NamespaceAccess
+	Handle         string
+	Capability     string
+	InstanceID     string
+	InstallationID string
+	Namespaces     []NamespaceAccess
 }
 
 // Tools returns, for the user's enabled Instances of installed plugins:
@@ -53,10 +54,10 @@ func (s *Service) Tools(ctx context.Context, user *models.User) ([]Tool, error) 
 	for _, t := range targets {
 		m := t.Manifest
 		r := struct {
-			InstanceID string
-			Generation int64
-			AIConsent  bool
-		}{t.Instance.ID, t.Installation.Generation, t.Installation.AIConsent}
+			InstanceID, InstallationID string
+			Generation                 int64
+			AIConsent                  bool
+		}{t.Instance.ID, t.Installation.ID, t.Installation.Generation, t.Installation.AIConsent}
 		st := m.EffectiveStorage()
 		if s.Capabilities != nil {
 			// The namespaces the Instance's capabilities may change; its
@@ -73,7 +74,8 @@ func (s *Service) Tools(ctx context.Context, user *models.User) ([]Tool, error) 
 				if !c.Runnable() || (c.Kind != models.KindTool && c.Kind != models.KindSkill) {
 					continue
 				}
-				tools = append(tools, Tool{Handle: s.Handles.Issue(r.InstanceID, c.ID, r.Generation), Capability: c.ID, InstanceID: r.InstanceID, Namespaces: nss})
+				tools = append(tools, Tool{Handle: s.Handles.Issue(r.InstanceID, c.ID, r.Generation), Capability: c.ID, InstanceID: r.InstanceID,
+					InstallationID: r.InstallationID, Namespaces: nss})
 			}
 		}
 		if st == nil || !r.AIConsent || !m.HasPermission(models.PermissionAIStorage) {
@@ -88,7 +90,8 @@ func (s *Service) Tools(ctx context.Context, user *models.User) ([]Tool, error) 
 				}
 			}
 			if len(nss) > 0 {
-				tools = append(tools, Tool{Handle: s.Handles.Issue(r.InstanceID, tool, r.Generation), Capability: tool, InstanceID: r.InstanceID, Namespaces: nss})
+				tools = append(tools, Tool{Handle: s.Handles.Issue(r.InstanceID, tool, r.Generation), Capability: tool, InstanceID: r.InstanceID,
+					InstallationID: r.InstallationID, Namespaces: nss})
 			}
 		}
 	}

@@ -220,7 +220,8 @@ func TestAIAccess(t *testing.T) {
 			}
 		})
 		t.Run("audit trail", func(t *testing.T) {
-			entries, _, err := e.Store.Audit(ctx, alice.ID, storage.AuditQuery{Limit: 100})
+			trail, err := e.Store.Audit(ctx, alice.ID, storage.AuditQuery{Page: models.PageArgs{First: new(100)}})
+			entries := trail.Nodes()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +245,8 @@ func TestAIAccess(t *testing.T) {
 				t.Fatalf("%d changes and %d refusals recorded", ok, refused)
 			}
 			// Bob sees only his own trail.
-			bobs, _, _ := e.Store.Audit(ctx, bob.ID, storage.AuditQuery{})
+			bobTrail, _ := e.Store.Audit(ctx, bob.ID, storage.AuditQuery{})
+			bobs := bobTrail.Nodes()
 			for _, en := range bobs {
 				if en.InstanceID == a1.ID {
 					t.Fatal("bob sees alice's audit trail")

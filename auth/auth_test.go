@@ -84,7 +84,8 @@ func TestTokenLifecycle(t *testing.T) {
 				t.Fatalf("authenticate: %v %v", u, err)
 			}
 		}
-		list, err := here.Tokens(ctx, "alice")
+		page, err := here.Tokens(ctx, "alice", models.PageArgs{})
+		list := page.Nodes()
 		if err != nil || len(list) != 1 || list[0].ID != info.ID || list[0].LastUsedAt == nil {
 			t.Fatalf("tokens after use: %+v %v; want one, with its last use", list, err)
 		}
@@ -121,11 +122,12 @@ func TestTokenLifecycle(t *testing.T) {
 		_, err = (&auth.Service{DB: db}).Authenticate(ctx, expiring)
 		wantCode(t, err, models.ErrUnauthenticated)
 
-		list, err = here.Tokens(ctx, "alice")
+		page, err = here.Tokens(ctx, "alice", models.PageArgs{})
+		list = page.Nodes()
 		if err != nil || len(list) != 2 || list[0].ID != info2.ID || list[1].ID != info.ID {
 			t.Fatalf("tokens: %+v %v; want both, newest first", list, err)
 		}
-		_, err = here.Tokens(ctx, "nobody")
+		_, err = here.Tokens(ctx, "nobody", models.PageArgs{})
 		wantCode(t, err, models.ErrBadUserInput)
 		_, err = here.Revoke(ctx, "tok_unknown")
 		wantCode(t, err, models.ErrBadUserInput)

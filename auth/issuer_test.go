@@ -187,8 +187,8 @@ func TestIssuerUsers(t *testing.T) {
 	if err != nil || tu2.ID == first.User.ID || tu2.Issuer != "" {
 		t.Fatalf("a token user named as the issuer's user: %+v %v", tu2, err)
 	}
-	page, err := tokens.Users(ctx, 10, "")
-	if err != nil || len(page.Users) != 3 {
+	page, err := tokens.Users(ctx, models.PageArgs{First: new(10)})
+	if err != nil || len(page.Nodes()) != 3 {
 		t.Fatalf("users: %+v %v", page, err)
 	}
 	// Names: preferred_username, name, email, else the subject.

@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"strconv"
 	"strings"
@@ -21,26 +20,64 @@ type NewToken struct {
 	TTL   time.Duration // time to live; 0 never expires
 }
 
-// Tokens lists a user's tokens, newest first, revoked and expired ones
-// included. An unknown user is BAD_USER_INPUT.
-func (s *Service) Tokens(ctx context.Context, userName string) ([]*models.Token, error) {
+// tokenList names the cursors of a user's tokens.
+const tokenList = "accessTokens"
+
+// Tokens returns a page of a user's tokens, newest first, revoked and
+// expired ones included. An unknown user is BAD_USER_INPUT.
+func (s *Service) Tokens(ctx context.Context, userName string, args models.PageArgs) (*models.Page[*models.Token], error) {
+	size, err := args.Size()
+	if err != nil {
+		return nil, err
+	}
+	after, err := args.Position(tokenList, 2)
+	if err != nil {
+		return nil, err
+	}
 	var user database.UserRow
-	err := s.DB.Read.WithContext(ctx).Where("issuer = '' AND subject = ?", strings.TrimSpace(userName)).Take(&user).Error
+	err = s.DB.Read.WithContext(ctx).Where("issuer = '' AND subject = ?", strings.TrimSpace(userName)).Take(&user).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, models.Errorf(models.ErrBadUserInput, "no user is named %q", userName)
 	}
 	if err != nil {
 		return nil, err
 	}
+	q := s.DB.Read.WithContext(ctx).Where("user_id = ?", user.ID)
+	if after != nil {
+		at, err := models.CursorInt(tokenList, after[0])
+		if err != nil {
+			return nil, err
+		}
+		q = q.Where("created_at < ? OR (created_at = ? AND id > ?)", at, at, after[1])
+	}
 	var rows []database.TokenRow
-	if err := s.DB.Read.WithContext(ctx).Where("user_id = ?", user.ID).Order("created_at DESC, id").Find(&rows).Error; err != nil {
+	if err := q.Order("created_at DESC, id").Limit(size + 1).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := make([]*models.Token, len(rows))
+	read := make([]*models.Token, len(rows))
 	for i, r := range rows {
-		out[i] = tokenModel(r, user)
+		read[i] = tokenModel(r, user)
 	}
-	return out, nil
+	return models.NewPage(tokenList, size, read, func(t *models.Token) []string {
+		return []string{strconv.FormatInt(t.CreatedAt.UnixMicro(), 10), t.ID}
+	}), nil
+}
+
+// Token returns one token by its id. An unknown id is BAD_USER_INPUT.
+func (s *Service) Token(ctx context.Context, id string) (*models.Token, error) {
+	var row database.TokenRow
+	var user database.UserRow
+	err := s.DB.Read.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if err == nil {
+		err = s.DB.Read.WithContext(ctx).Where("id = ?", row.UserID).Take(&user).Error
+	}
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, models.Errorf(models.ErrBadUserInput, "no token has the id %q", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return tokenModel(row, user), nil
 }
 
 // Revoke revokes a token by its id; the token stops working at once on this
@@ -86,61 +123,46 @@ func tokenModel(r database.TokenRow, u database.UserRow) *models.Token {
 	return t
 }
 
-// MaxUsersPage bounds a page of Users.
-const MaxUsersPage = 100
+// userList names the cursors of the users.
+const userList = "users"
 
-// UserPage is a page of users and where it ends.
-type UserPage struct {
-	Users   []*models.User
-	Cursors []string // of each user
-	HasNext bool
-}
-
-// Users returns a page of the server's users, oldest first: first (1 to
-// MaxUsersPage) users after the cursor of a user of a page before ("" from
-// the start). A bad size or cursor is BAD_USER_INPUT.
-func (s *Service) Users(ctx context.Context, first int, after string) (*UserPage, error) {
-	if first < 1 || first > MaxUsersPage {
-		return nil, models.Errorf(models.ErrBadUserInput, "first must be between 1 and %d", MaxUsersPage)
+// Users returns a page of the server's users, oldest first.
+func (s *Service) Users(ctx context.Context, args models.PageArgs) (*models.Page[*models.User], error) {
+	size, err := args.Size()
+	if err != nil {
+		return nil, err
+	}
+	after, err := args.Position(userList, 2)
+	if err != nil {
+		return nil, err
 	}
 	q := s.DB.Read.WithContext(ctx).Model(&database.UserRow{})
-	if after != "" {
-		at, id, err := readUserCursor(after)
+	if after != nil {
+		at, err := models.CursorInt(userList, after[0])
 		if err != nil {
 			return nil, err
 		}
-		q = q.Where("created_at > ? OR (created_at = ? AND id > ?)", at, at, id)
+		q = q.Where("created_at > ? OR (created_at = ? AND id > ?)", at, at, after[1])
 	}
 	var rows []database.UserRow
-	if err := q.Order("created_at, id").Limit(first + 1).Find(&rows).Error; err != nil {
+	if err := q.Order("created_at, id").Limit(size + 1).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	p := &UserPage{HasNext: len(rows) > first}
-	for _, r := range rows[:min(first, len(rows))] {
-		p.Users = append(p.Users, r.Model())
-		p.Cursors = append(p.Cursors, userCursor(r.CreatedAt, r.ID))
-	}
-	return p, nil
+	page := models.NewPage(userList, size, rows, func(r database.UserRow) []string {
+		return []string{strconv.FormatInt(r.CreatedAt, 10), r.ID}
+	})
+	return models.MapPage(page, func(r database.UserRow) *models.User { return r.Model() }), nil
 }
 
-// A user cursor is opaque to clients: the position (creation, id) of a
-// user in the list, in base64url.
-const userCursorPrefix = "users:"
-
-func userCursor(createdAt int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(userCursorPrefix + strconv.FormatInt(createdAt, 10) + ":" + id))
-}
-
-func readUserCursor(c string) (int64, string, error) {
-	bad := models.Errorf(models.ErrBadUserInput, "after: %q is not a cursor of the user list", c)
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || !strings.HasPrefix(string(raw), userCursorPrefix) {
-		return 0, "", bad
+// User returns a user by id. An unknown id is BAD_USER_INPUT.
+func (s *Service) User(ctx context.Context, id string) (*models.User, error) {
+	var row database.UserRow
+	err := s.DB.Read.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, models.Errorf(models.ErrBadUserInput, "no user has the id %q", id)
 	}
-	at, id, ok := strings.Cut(strings.TrimPrefix(string(raw), userCursorPrefix), ":")
-	n, err := strconv.ParseInt(at, 10, 64)
-	if !ok || err != nil || id == "" {
-		return 0, "", bad
+	if err != nil {
+		return nil, err
 	}
-	return n, id, nil
+	return row.Model(), nil
 }

@@ -138,7 +138,8 @@ func TestRunAppliesHostActions(t *testing.T) {
 			t.Fatalf("request %+v", data.Request)
 		}
 		// Both runs are audited, with their actor and outcome.
-		entries, _, err := h.env.Store.Audit(context.Background(), h.user.ID, storage.AuditQuery{Actor: models.ActorCapability})
+		trail, err := h.env.Store.Audit(context.Background(), h.user.ID, storage.AuditQuery{Actor: models.ActorCapability})
+		entries := trail.Nodes()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +310,8 @@ func TestAICapabilities(t *testing.T) {
 		if h.revision(t) != before+1 {
 			t.Fatal("the AI run's host action was not applied")
 		}
-		entries, _, _ := h.env.Store.Audit(ctx, h.user.ID, storage.AuditQuery{Actor: models.ActorAI})
+		trail, _ := h.env.Store.Audit(ctx, h.user.ID, storage.AuditQuery{Actor: models.ActorAI})
+		entries := trail.Nodes()
 		if len(entries) == 0 || entries[0].Operation != storage.OperationRun || entries[0].Outcome != "ok" {
 			t.Fatalf("AI runs not audited: %+v", entries)
 		}

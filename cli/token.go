@@ -97,9 +97,18 @@ func tokenList() Command {
 					return err
 				}
 				defer db.Close()
-				tokens, err := (&auth.Service{DB: db}).Tokens(ctx, *user)
-				if err != nil {
-					return err
+				var tokens []*models.Token
+				page := models.PageArgs{First: new(models.MaxPageSize)}
+				for {
+					p, err := (&auth.Service{DB: db}).Tokens(ctx, *user, page)
+					if err != nil {
+						return err
+					}
+					tokens = append(tokens, p.Nodes()...)
+					if !p.PageInfo.HasNextPage {
+						break
+					}
+					page.After = p.PageInfo.EndCursor
 				}
 				w := tabwriter.NewWriter(out.Stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(w, "ID\tSTATE\tCREATED\tEXPIRES\tLAST USED")

@@ -27,15 +27,15 @@ func TestAIAndHostActionsOverGraphQL(t *testing.T) {
 		var tools struct {
 			AiTools []struct {
 				Handle, Capability, InstanceID string
-				Namespaces                     []struct{ ID, Access string }
+				Namespaces                     []struct{ ID, ManifestID, Access string }
 			}
 		}
-		alice.Must(t, `{aiTools{handle capability instanceId namespaces{id access}}}`, nil, &tools)
+		alice.Must(t, `{aiTools{handle capability instanceId namespaces{id manifestId access}}}`, nil, &tools)
 		if len(tools.AiTools) != 0 {
 			t.Fatalf("tools before consent: %+v", tools)
 		}
 		alice.Must(t, `mutation($i:ID!){setAiStorageConsent(installationId:$i,granted:true){aiStorageConsent}}`, map[string]any{"i": instl}, nil)
-		alice.Must(t, `{aiTools{handle capability instanceId namespaces{id access}}}`, nil, &tools)
+		alice.Must(t, `{aiTools{handle capability instanceId namespaces{id manifestId access}}}`, nil, &tools)
 		handles := map[string]string{}
 		for _, tl := range tools.AiTools {
 			handles[tl.Capability] = tl.Handle
@@ -49,7 +49,7 @@ func TestAIAndHostActionsOverGraphQL(t *testing.T) {
 			"namespace": "saved_entities", "key": "louvre", "value": map[string]any{"type": "place", "title": "Louvre", "url": "https://www.louvre.fr", "favorite": true}}}, nil)
 		var saved struct {
 			SavedEntities struct {
-				Items []struct {
+				Nodes []struct {
 					Key, Type, Title string
 					URL              *string
 					Favorite         bool
@@ -57,8 +57,8 @@ func TestAIAndHostActionsOverGraphQL(t *testing.T) {
 				}
 			}
 		}
-		alice.Must(t, `query($i:ID!){savedEntities(instanceId:$i,favoritesOnly:true){items{key type title url favorite revision}}}`, map[string]any{"i": id}, &saved)
-		if len(saved.SavedEntities.Items) != 1 || saved.SavedEntities.Items[0].Title != "Louvre" {
+		alice.Must(t, `query($i:ID!){savedEntities(instanceId:$i,favoritesOnly:true){nodes{key type title url favorite revision}}}`, map[string]any{"i": id}, &saved)
+		if len(saved.SavedEntities.Nodes) != 1 || saved.SavedEntities.Nodes[0].Title != "Louvre" {
 			t.Fatalf("saved = %+v", saved)
 		}
 		// The app saves one with typed input; an http url is refused.
@@ -121,13 +121,13 @@ func TestAIAndHostActionsOverGraphQL(t *testing.T) {
 		// The user reads their audit trail; values never appear in it.
 		var audit struct {
 			StorageAudit struct {
-				Entries []struct{ Actor, Operation, Outcome, Key string }
-				HasMore bool
+				Nodes    []struct{ Actor, Operation, Outcome, Key string }
+				PageInfo struct{ HasNextPage bool }
 			}
 		}
-		alice.Must(t, `{storageAudit(limit:100){entries{actor operation outcome key} hasMore}}`, nil, &audit)
+		alice.Must(t, `{storageAudit(first:100){nodes{actor operation outcome key} pageInfo{hasNextPage}}}`, nil, &audit)
 		got := map[string]int{}
-		for _, en := range audit.StorageAudit.Entries {
+		for _, en := range audit.StorageAudit.Nodes {
 			got[en.Actor+":"+en.Outcome]++
 		}
 		if got["ai:ok"] != 1 || got["host:ok"] != 2 || got["ai:PLUGIN_STORAGE_PERMISSION_DENIED"] != 2 || got["host:PLUGIN_STORAGE_CONFLICT"] != 1 {
@@ -138,17 +138,17 @@ func TestAIAndHostActionsOverGraphQL(t *testing.T) {
 			t.Fatal("a value appears in the audit trail")
 		}
 		var bobAudit struct {
-			StorageAudit struct{ Entries []struct{ Key string } }
+			StorageAudit struct{ Nodes []struct{ Key string } }
 		}
-		bob.Must(t, `{storageAudit{entries{key}}}`, nil, &bobAudit)
+		bob.Must(t, `{storageAudit{nodes{key}}}`, nil, &bobAudit)
 		// One Instance's trail: alice's Instance, for bob, looks like an
 		// unknown one; neither is an empty page.
 		for _, inst := range []string{id, "inst_doesnotexist"} {
-			bob.Fail(t, "PLUGIN_STORAGE_PERMISSION_DENIED", `query($i:ID){storageAudit(instanceId:$i){entries{key}}}`, map[string]any{"i": inst})
+			bob.Fail(t, "PLUGIN_STORAGE_PERMISSION_DENIED", `query($i:ID){storageAudit(instanceId:$i){nodes{key}}}`, map[string]any{"i": inst})
 		}
-		alice.Must(t, `query($i:ID){storageAudit(instanceId:$i){entries{key}}}`, map[string]any{"i": id}, nil)
-		for _, en := range bobAudit.StorageAudit.Entries {
-			if en.Key == "louvre" && len(bobAudit.StorageAudit.Entries) > 1 {
+		alice.Must(t, `query($i:ID){storageAudit(instanceId:$i){nodes{key}}}`, map[string]any{"i": id}, nil)
+		for _, en := range bobAudit.StorageAudit.Nodes {
+			if en.Key == "louvre" && len(bobAudit.StorageAudit.Nodes) > 1 {
 				t.Fatal("bob sees more than his own attempt")
 			}
 		}

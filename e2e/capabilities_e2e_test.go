@@ -175,15 +175,17 @@ func TestCapabilitiesE2E(t *testing.T) {
 
 		var runs struct {
 			Instance struct {
-				BackgroundRuns []struct {
-					Capability      string
-					ScheduleSeconds int
-					NextRunAt       string
+				BackgroundRuns struct {
+					Nodes []struct {
+						Capability      string
+						ScheduleSeconds int
+						NextRunAt       string
+					}
 				}
 			}
 		}
-		c.Must(t, `query($i:ID!){instance(id:$i){backgroundRuns{capability scheduleSeconds nextRunAt lastRunAt lastOutcome failures}}}`, map[string]any{"i": id}, &runs)
-		if len(runs.Instance.BackgroundRuns) != 1 || runs.Instance.BackgroundRuns[0].ScheduleSeconds != 60 {
+		c.Must(t, `query($i:ID!){instance(id:$i){backgroundRuns{nodes{capability scheduleSeconds nextRunAt lastRunAt lastOutcome failures}}}}`, map[string]any{"i": id}, &runs)
+		if len(runs.Instance.BackgroundRuns.Nodes) != 1 || runs.Instance.BackgroundRuns.Nodes[0].ScheduleSeconds != 60 {
 			t.Fatalf("backgroundRuns %+v", runs)
 		}
 
@@ -240,11 +242,11 @@ func TestBackgroundAcrossReplicas(t *testing.T) {
 			t.Fatalf("only %d background runs in 5 minutes after both replicas were ready: %+v", len(runs), runs)
 		}
 		var page struct {
-			StorageAudit struct{ Entries []entry }
+			StorageAudit struct{ Nodes []entry }
 		}
-		alice.Must(t, `{storageAudit(actor:"background",limit:100){entries{capability operation outcome at}}}`, nil, &page)
+		alice.Must(t, `{storageAudit(actor:"background",first:100){nodes{capability operation outcome at}}}`, nil, &page)
 		runs = runs[:0]
-		for _, e := range page.StorageAudit.Entries {
+		for _, e := range page.StorageAudit.Nodes {
 			if at, _ := time.Parse(time.RFC3339Nano, e.At); e.Operation == "run" && e.Capability == "notes.archive" && at.After(warm) {
 				runs = append(runs, e)
 			}

@@ -211,6 +211,7 @@ type Client struct {
 // GQLError is a GraphQL error.
 type GQLError struct {
 	Message    string         `json:"message"`
+	Path       []any          `json:"path"`
 	Extensions map[string]any `json:"extensions"`
 }
 

@@ -105,27 +105,28 @@ func TestHostingOverGraphQL(t *testing.T) {
 		id := ci.CreateInstance.ID
 
 		// Configs and schemas come back as the package's bytes (compacted).
-		raw := rawData(t, alice, `{installations{extensions{id point placement icon description config} capabilities{id kind description inputSchema outputSchema runnable scheduleSeconds}}}`, nil)
+		raw := rawData(t, alice, `{installations{extensions{manifestId point placement icon description config} capabilities{manifestId kind description inputSchema outputSchema runnable scheduleSeconds}}}`, nil)
 		var got []struct {
 			Extensions []struct {
-				ID, Point   string
+				ManifestID  string
+				Point       string
 				Placement   *string
 				Icon        json.RawMessage
 				Description *string
 				Config      json.RawMessage
 			}
 			Capabilities []struct {
-				ID, Kind, Description     string
-				InputSchema, OutputSchema json.RawMessage
-				Runnable                  bool
-				ScheduleSeconds           *int
+				ManifestID, Kind, Description string
+				InputSchema, OutputSchema     json.RawMessage
+				Runnable                      bool
+				ScheduleSeconds               *int
 			}
 		}
 		noErr(t, json.Unmarshal(raw, &got))
 		for i, ext := range []string{"main", "detail", "week", "forecast"} {
 			x := got[0].Extensions[i]
-			if x.ID != ext || string(x.Config) != compactOf(t, files["ui/"+ext+".json"]) {
-				t.Fatalf("extension %d: %s %s, want the bytes of ui/%s.json", i, x.ID, x.Config, ext)
+			if x.ManifestID != ext || string(x.Config) != compactOf(t, files["ui/"+ext+".json"]) {
+				t.Fatalf("extension %d: %s %s, want the bytes of ui/%s.json", i, x.ManifestID, x.Config, ext)
 			}
 		}
 		if x := got[0].Extensions[0]; *x.Placement != "navigation" || string(x.Icon) != `"wb_sunny"` || x.Point != "screen" {
@@ -140,7 +141,7 @@ func TestHostingOverGraphQL(t *testing.T) {
 		json.Unmarshal(files["manifest.json"], &mraw)
 		json.Unmarshal(files["manifest.json"], &m)
 		c := got[0].Capabilities[0]
-		if c.ID != "weather.lookup" || c.Kind != "tool" || !c.Runnable || c.ScheduleSeconds != nil || c.Description != m.Capabilities[0].Description ||
+		if c.ManifestID != "weather.lookup" || c.Kind != "tool" || !c.Runnable || c.ScheduleSeconds != nil || c.Description != m.Capabilities[0].Description ||
 			string(c.InputSchema) != compactOf(t, mraw.Capabilities[0]["input_schema"]) || string(c.OutputSchema) != compactOf(t, mraw.Capabilities[0]["output_schema"]) {
 			t.Fatalf("capability = %+v", c)
 		}

@@ -150,7 +150,7 @@ func TestWeatherNetworkE2E(t *testing.T) {
 	if e := fail("connection_required", invoke, forecast); !strings.Contains(e.Message, "weatherkey") || e.Extensions["request"] != "forecast" || e.Extensions["host"] != serviceHost {
 		t.Fatalf("not connected: %s %v", e.Message, e.Extensions)
 	}
-	const connect = `mutation($i:ID!,$k:String!){connectApiKey(instanceId:$i,connection:"weatherkey",key:$k){id connected account}}`
+	const connect = `mutation($i:ID!,$k:String!){connectApiKey(instanceId:$i,connection:"weatherkey",key:$k){id manifestId connected account}}`
 	must(connect, map[string]any{"i": id, "k": "wk_wrong"}, nil)
 	fail("exit", invoke, forecast)
 	must(connect, map[string]any{"i": id, "k": service.Key}, nil)
@@ -169,25 +169,34 @@ func TestWeatherNetworkE2E(t *testing.T) {
 	var seen struct {
 		Instance struct {
 			Connections []struct {
-				ID        string
-				Connected bool
+				ManifestID string
+				Connected  bool
 			}
-			Fetches []struct {
-				Capability, Host, Method, Outcome string
-				Status                            int
-				Connection                        *string
+			Fetches struct {
+				Nodes []struct {
+					ID, Capability, Host, Method, Outcome string
+					Status                                int
+					Connection                            *string
+				}
 			}
 		}
 	}
-	must(`query($i:ID!){instance(id:$i){connections{id connected account expiresAt} fetches(limit:10){capability host method status outcome connection bytesSent bytesReceived durationMs at}}}`,
+	must(`query($i:ID!){instance(id:$i){connections{manifestId connected account expiresAt} fetches(first:10){nodes{id capability host method status outcome connection bytesSent bytesReceived durationMs at}}}}`,
 		map[string]any{"i": id}, &seen)
-	if len(seen.Instance.Connections) != 1 || !seen.Instance.Connections[0].Connected {
+	if len(seen.Instance.Connections) != 1 || !seen.Instance.Connections[0].Connected || seen.Instance.Connections[0].ManifestID != "weatherkey" {
 		t.Fatalf("connections: %+v", seen.Instance.Connections)
 	}
 	host := strings.TrimPrefix(service.URL, "https://")
-	if f := seen.Instance.Fetches; len(f) != 3 || f[0].Capability != "weather.forecast" || f[0].Status != 200 || f[0].Connection == nil ||
+	if f := seen.Instance.Fetches.Nodes; len(f) != 3 || f[0].Capability != "weather.forecast" || f[0].Status != 200 || f[0].Connection == nil ||
 		f[1].Status != 401 || f[2].Capability != "weather.lookup" || f[2].Host != host || f[2].Method != "GET" || f[2].Outcome != "ok" || f[2].Connection != nil {
 		t.Fatalf("fetches: %+v", f)
+	}
+	var node struct {
+		Node struct{ ID, Host string }
+	}
+	must(`query($n:ID!){node(id:$n){id ...on FetchRecord{host}}}`, map[string]any{"n": seen.Instance.Fetches.Nodes[2].ID}, &node)
+	if node.Node.ID != seen.Instance.Fetches.Nodes[2].ID || node.Node.Host != host {
+		t.Fatalf("node of a fetch record: %+v", node.Node)
 	}
 
 	// The key is nowhere but sealed in its row.

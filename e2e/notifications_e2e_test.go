@@ -27,16 +27,16 @@ func notifyingNotes(t *testing.T) (map[string]any, map[string]string) {
 }
 
 const (
-	notificationAddedQ = `subscription{notificationAdded{id instanceId pluginId capability title severity read actions{id label type extension capability}}}`
-	notificationsQ     = `query($u:Boolean){notifications(unreadOnly:$u,first:10){unread hasMore notifications{id title read actions{id type}}}}`
+	notificationAddedQ = `subscription{notificationAdded{id instanceId pluginId capability title severity read actions{id actionId label type extension capability}}}`
+	notificationsQ     = `query($u:Boolean){notifications(unreadOnly:$u,first:10){unread pageInfo{hasNextPage} nodes{id title read actions{id actionId type}}}}`
 	runActionQ         = `mutation($n:ID!,$a:String!){runNotificationAction(notificationId:$n,actionId:$a){type instanceId extension parameters result{summary data}}}`
 )
 
 type notificationsPage struct {
 	Notifications struct {
-		Unread        int
-		HasMore       bool
-		Notifications []struct {
+		Unread   int
+		PageInfo struct{ HasNextPage bool }
+		Nodes    []struct {
 			ID, Title string
 			Read      bool
 		}
@@ -89,27 +89,28 @@ func TestNotificationsAcrossReplicas(t *testing.T) {
 			NotificationAdded struct {
 				ID, InstanceID, PluginID, Capability, Title, Severity string
 				Read                                                  bool
-				Actions                                               []struct{ ID, Label, Type string }
+				Actions                                               []struct{ ID, ActionID, Label, Type string }
 			}
 		}
 	}
 	json.Unmarshal(msg.Payload, &added)
 	n := added.Data.NotificationAdded
-	if n.Title != "Call Bob" || n.InstanceID != inst || n.PluginID != "com.example.notes" || n.Capability != "notes.request" || n.Severity != "warning" || n.Read || len(n.Actions) != 3 {
+	if n.Title != "Call Bob" || n.InstanceID != inst || n.PluginID != "com.example.notes" || n.Capability != "notes.request" || n.Severity != "warning" || n.Read || len(n.Actions) != 3 ||
+		n.Actions[0].ActionID != "done" || n.Actions[0].ID == n.Actions[1].ID || n.Actions[0].ID == "done" {
 		t.Fatalf("notificationAdded on replica B: %s", msg.Payload)
 	}
 
 	onB := &Client{URL: b.URL, Token: alice.Token}
 	var page notificationsPage
 	onB.Must(t, notificationsQ, nil, &page)
-	if page.Notifications.Unread != 1 || len(page.Notifications.Notifications) != 1 || page.Notifications.Notifications[0].ID != n.ID {
+	if page.Notifications.Unread != 1 || len(page.Notifications.Nodes) != 1 || page.Notifications.Nodes[0].ID != n.ID {
 		t.Fatalf("notifications on B: %+v", page)
 	}
 
 	// Bob sees nothing and is refused as for storage; his socket got nothing.
 	var bobs notificationsPage
 	bob.Must(t, notificationsQ, nil, &bobs)
-	if len(bobs.Notifications.Notifications) != 0 || bobs.Notifications.Unread != 0 {
+	if len(bobs.Notifications.Nodes) != 0 || bobs.Notifications.Unread != 0 {
 		t.Fatalf("bob sees %+v", bobs)
 	}
 	bob.Fail(t, "PLUGIN_STORAGE_PERMISSION_DENIED", runActionQ, map[string]any{"n": n.ID, "a": "done"})
@@ -139,7 +140,7 @@ func TestNotificationsAcrossReplicas(t *testing.T) {
 		t.Fatalf("invoke: %+v", r)
 	}
 	onB.Must(t, notificationsQ, map[string]any{"u": true}, &page)
-	if page.Notifications.Unread != 0 || len(page.Notifications.Notifications) != 0 {
+	if page.Notifications.Unread != 0 || len(page.Notifications.Nodes) != 0 {
 		t.Fatalf("taking an action did not read it: %+v", page)
 	}
 	select {
@@ -152,14 +153,14 @@ func TestNotificationsAcrossReplicas(t *testing.T) {
 	alice.Must(t, `mutation($i:ID!){setInstanceGrant(instanceId:$i,permission:"notifications",granted:false){notificationsMuted}}`, map[string]any{"i": inst}, nil)
 	alice.Must(t, invokeQ, map[string]any{"i": inst, "c": "notes.request", "a": map[string]any{"notifications": []any{map[string]any{"id": "muted", "title": "Muted", "severity": "info"}}}}, nil)
 	onB.Must(t, notificationsQ, nil, &page)
-	if len(page.Notifications.Notifications) != 1 {
+	if len(page.Notifications.Nodes) != 1 {
 		t.Fatalf("a muted Instance notified: %+v", page)
 	}
 
 	// Uninstall deletes them.
 	alice.Must(t, `mutation($i:ID!){uninstallPlugin(installationId:$i)}`, map[string]any{"i": installation}, nil)
 	onB.Must(t, notificationsQ, nil, &page)
-	if len(page.Notifications.Notifications) != 0 || page.Notifications.Unread != 0 {
+	if len(page.Notifications.Nodes) != 0 || page.Notifications.Unread != 0 {
 		t.Fatalf("after uninstall: %+v", page)
 	}
 	for _, s := range []*Server{a, b} {
@@ -202,7 +203,7 @@ func TestAppNotificationBell(t *testing.T) {
 	waitText(p, "before noon")
 	var page notificationsPage
 	alice.Must(t, notificationsQ, nil, &page)
-	id := page.Notifications.Notifications[0].ID
+	id := page.Notifications.Nodes[0].ID
 	screenshot(t, p, "notification-bell")
 
 	// Its host actions change storage, and the open screen shows it.

@@ -51,12 +51,12 @@ func TestReadmeWalkthrough(t *testing.T) {
 			`"invoke":{"summary":"1 notes, 2 words"`,
 			`"key":"call-bob","value":{"done":true,"text":"call Bob"}`,
 			`"capability":"notes.archive","lastOutcome":"ok"`,
-			`"title":"1 note archived","body":"call Bob","severity":"success","actions":[{"id":"undo","label":"Undo","type":"host_actions"}`,
+			`"title":"1 note archived","body":"call Bob","severity":"success","actions":[{"actionId":"undo","label":"Undo","type":"host_actions"}`,
 			`"runNotificationAction":{"type":"host_actions","result":{"summary":"Applied 2 host action(s) of capability notes.archive"}}`,
 			`Read \"call-bob\" of namespace \"notes\" at revision 1`,
 			"weather service at https://localhost:",
 			`"invoke":{"summary":"Oslo: `,
-			`"connectApiKey":{"id":"weatherkey","connected":true}`,
+			`"connectApiKey":{"manifestId":"weatherkey","connected":true}`,
 			`"capability":"weather.forecast","host":"localhost:`,
 			`"deleted_items":2`,
 			"server stopped",
@@ -292,4 +292,28 @@ func ioctl(f *os.File, req uint, arg unsafe.Pointer) error {
 		return errno
 	}
 	return nil
+}
+
+// TestReadmeClientSetups: the Apollo and urql set-ups of the README's
+// "Building an app" are the tested clients' own code.
+func TestReadmeClientSetups(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, name string }{{"appclients/apollo.mjs", "apollo"}, {"appclients/urql.mjs", "urql"}} {
+		src, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start, end := "// README:"+c.name+":start\n", "// README:"+c.name+":end"
+		i, j := strings.Index(string(src), start), strings.Index(string(src), end)
+		if i < 0 || j < i {
+			t.Fatalf("%s has no README markers", c.file)
+		}
+		snippet := string(src)[i+len(start) : j]
+		if !strings.Contains(string(readme), "```js\n"+snippet+"```") {
+			t.Errorf("the README does not show the %s set-up of %s as it is:\n%s", c.name, c.file, snippet)
+		}
+	}
 }

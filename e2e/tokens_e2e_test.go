@@ -45,24 +45,24 @@ func TestAdminTokens(t *testing.T) {
 			t.Fatalf("the new token acts as %q", viewer.Viewer.Name)
 		}
 
-		var list struct{ AccessTokens []token }
-		root.Must(t, `query($u:String!){accessTokens(user:$u){`+fields+`}}`, map[string]any{"u": "carol"}, &list)
-		if len(list.AccessTokens) != 1 || list.AccessTokens[0].ID != info.ID || list.AccessTokens[0].LastUsedAt == nil {
-			t.Fatalf("carol's tokens %+v: want the one, used", list.AccessTokens)
+		var list struct{ AccessTokens struct{ Nodes []token } }
+		root.Must(t, `query($u:String!){accessTokens(user:$u){nodes{`+fields+`}}}`, map[string]any{"u": "carol"}, &list)
+		if got := list.AccessTokens.Nodes; len(got) != 1 || got[0].ID != info.ID || got[0].LastUsedAt == nil {
+			t.Fatalf("carol's tokens %+v: want the one, used", got)
 		}
-		root.Must(t, `query($u:String!){accessTokens(user:$u){`+fields+`}}`, map[string]any{"u": "bob"}, &list)
-		if len(list.AccessTokens) != 1 || list.AccessTokens[0].ExpiresAt != nil {
-			t.Fatalf("bob's tokens %+v: want the CLI's one, never expiring", list.AccessTokens)
+		root.Must(t, `query($u:String!){accessTokens(user:$u){nodes{`+fields+`}}}`, map[string]any{"u": "bob"}, &list)
+		if got := list.AccessTokens.Nodes; len(got) != 1 || got[0].ExpiresAt != nil {
+			t.Fatalf("bob's tokens %+v: want the CLI's one, never expiring", got)
 		}
 
 		// Others may not.
-		bob.Fail(t, "FORBIDDEN", `query{accessTokens(user:"carol"){id}}`, nil)
+		bob.Fail(t, "FORBIDDEN", `query{accessTokens(user:"carol"){nodes{id}}}`, nil)
 		bob.Fail(t, "FORBIDDEN", `mutation{createAccessToken(user:"bob",admin:true){token}}`, nil)
 		bob.Fail(t, "FORBIDDEN", `mutation($i:ID!){revokeAccessToken(id:$i){id}}`, map[string]any{"i": info.ID})
 		// Bad input.
 		root.Fail(t, "BAD_USER_INPUT", `mutation{createAccessToken(user:"carol",ttlSeconds:0){token}}`, nil)
 		root.Fail(t, "BAD_USER_INPUT", `mutation{createAccessToken(user:"carol",ttlSeconds:315360001){token}}`, nil)
-		root.Fail(t, "BAD_USER_INPUT", `query{accessTokens(user:"nobody"){id}}`, nil)
+		root.Fail(t, "BAD_USER_INPUT", `query{accessTokens(user:"nobody"){nodes{id}}}`, nil)
 		root.Fail(t, "BAD_USER_INPUT", `mutation{revokeAccessToken(id:"tok_nothing"){id}}`, nil)
 
 		// An open subscription of the token.

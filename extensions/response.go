@@ -246,32 +246,76 @@ const renderedQueue = 16
 // ResponseTopic is the bus key of a user's rendered responses.
 func ResponseTopic(userID string) string { return "responses:" + userID }
 
-// Rendered returns the user's newest rendered responses that a surface can
-// show again, newest first (first: 1 to KeepRendered): of enabled Instances
-// of installed plugins, at their package's current generation.
-func (s *Service) Rendered(ctx context.Context, user *models.User, first int) ([]models.RenderedResponse, error) {
-	if first < 1 || first > KeepRendered {
-		return nil, models.Errorf(models.ErrBadUserInput, "first is 1 to %d", KeepRendered)
+// renderedList names the cursors of rendered responses.
+const renderedList = "renderedResponses"
+
+// Rendered returns a page of the user's rendered responses that a surface
+// can show again, newest first: of enabled Instances of installed plugins,
+// at their package's current generation.
+func (s *Service) Rendered(ctx context.Context, user *models.User, args models.PageArgs) (*models.Page[*models.RenderedResponse], error) {
+	size, err := args.Size()
+	if err != nil {
+		return nil, err
 	}
-	return s.rendered(ctx, user.ID, "", first)
+	after, err := args.Position(renderedList, 2)
+	if err != nil {
+		return nil, err
+	}
+	var at int64
+	if after != nil {
+		if at, err = models.CursorInt(renderedList, after[0]); err != nil {
+			return nil, err
+		}
+	}
+	q := s.renderedQuery(ctx, user.ID)
+	if after != nil {
+		q = q.Where("response_containers.created_at < ? OR (response_containers.created_at = ? AND response_containers.message_id < ?)", at, at, after[1])
+	}
+	list, err := s.renderedRows(q, size+1)
+	if err != nil {
+		return nil, err
+	}
+	return models.NewPage(renderedList, size, list, func(r *models.RenderedResponse) []string {
+		return []string{strconv.FormatInt(r.CreatedAt.UnixMicro(), 10), r.MessageID}
+	}), nil
 }
 
-func (s *Service) rendered(ctx context.Context, userID, messageID string, first int) ([]models.RenderedResponse, error) {
-	var rows []database.ResponseContainerRow
-	q := s.DB.Read.WithContext(ctx).Table("response_containers").Select("response_containers.*").
+// RenderedOne returns the user's rendered response of the AI message
+// messageID while a surface can show it; else PLUGIN_STORAGE_PERMISSION_DENIED.
+func (s *Service) RenderedOne(ctx context.Context, user *models.User, messageID string) (*models.RenderedResponse, error) {
+	return s.renderedOne(ctx, user.ID, messageID)
+}
+
+func (s *Service) renderedOne(ctx context.Context, userID, messageID string) (*models.RenderedResponse, error) {
+	list, err := s.renderedRows(s.renderedQuery(ctx, userID).Where("response_containers.message_id = ?", messageID), 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, models.Errorf(models.ErrPermissionDenied, "no response of message %q is yours to show", messageID)
+	}
+	return list[0], nil
+}
+
+// renderedQuery selects the user's rendered responses that a surface can
+// show again.
+func (s *Service) renderedQuery(ctx context.Context, userID string) *gorm.DB {
+	return s.DB.Read.WithContext(ctx).Table("response_containers").Select("response_containers.*").
 		Joins("JOIN instances ON instances.id = response_containers.instance_id").
 		Joins("JOIN installations ON installations.id = instances.installation_id").
 		Where("response_containers.user_id = ? AND response_containers.data IS NOT NULL AND instances.user_id = ? AND "+access.Usable+
 			" AND installations.generation = response_containers.generation", append([]any{userID, userID}, access.UsableArgs()...)...)
-	if messageID != "" {
-		q = q.Where("response_containers.message_id = ?", messageID)
-	}
-	if err := q.Order("response_containers.created_at DESC, response_containers.message_id DESC").Limit(first).Scan(&rows).Error; err != nil {
+}
+
+// renderedRows reads up to n responses of q, newest first.
+func (s *Service) renderedRows(q *gorm.DB, n int) ([]*models.RenderedResponse, error) {
+	var rows []database.ResponseContainerRow
+	if err := q.Order("response_containers.created_at DESC, response_containers.message_id DESC").Limit(n).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("rendered responses: %w", err)
 	}
-	out := make([]models.RenderedResponse, 0, len(rows))
+	out := make([]*models.RenderedResponse, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, models.RenderedResponse{MessageID: r.MessageID, InstanceID: r.InstanceID, Extension: r.ExtensionID,
+		out = append(out, &models.RenderedResponse{UserID: r.UserID, MessageID: r.MessageID, InstanceID: r.InstanceID, Extension: r.ExtensionID,
 			Capability: r.Capability, Generation: r.Generation, CreatedAt: time.UnixMicro(r.CreatedAt).UTC(), Data: models.JSON(*r.Data)})
 	}
 	return out, nil
@@ -282,10 +326,10 @@ func (s *Service) rendered(ctx context.Context, userID, messageID string, first 
 // disabled since is skipped.
 func (s *Service) SubscribeRendered(ctx context.Context, userID string) <-chan *models.RenderedResponse {
 	return changes.Follow(ctx, s.Bus, ResponseTopic(userID), models.OpResponse, renderedQueue, func(ctx context.Context, messageID string) (*models.RenderedResponse, error) {
-		list, err := s.rendered(ctx, userID, messageID, 1)
-		if err != nil || len(list) == 0 {
-			return nil, fmt.Errorf("rendered response %q: not shown (%v)", messageID, err)
+		r, err := s.renderedOne(ctx, userID, messageID)
+		if err != nil {
+			return nil, fmt.Errorf("rendered response %q: not shown (%w)", messageID, err)
 		}
-		return &list[0], nil
+		return r, nil
 	})
 }

@@ -217,7 +217,11 @@ func TestRenderedResponses(t *testing.T) {
 			t.Fatalf("bob heard alice's response: %+v", got)
 		case <-time.After(100 * time.Millisecond):
 		}
-		if list, err := h.ext.Rendered(ctx, bob, 10); err != nil || len(list) != 0 {
+		rendered := func(user *models.User, first int) ([]*models.RenderedResponse, error) {
+			p, err := h.ext.Rendered(ctx, user, models.PageArgs{First: new(first)})
+			return p.Nodes(), err
+		}
+		if list, err := rendered(bob, 10); err != nil || len(list) != 0 {
 			t.Fatalf("bob lists %+v, %v", list, err)
 		}
 
@@ -225,13 +229,13 @@ func TestRenderedResponses(t *testing.T) {
 		for i := 1; i < extensions.KeepRendered; i++ {
 			sel(fmt.Sprintf("m-%d", i))
 		}
-		list, err := h.ext.Rendered(ctx, alice, extensions.KeepRendered)
+		list, err := rendered(alice, extensions.KeepRendered)
 		noErr(t, err)
 		if len(list) != extensions.KeepRendered || list[0].MessageID != fmt.Sprintf("m-%d", extensions.KeepRendered-1) || list[len(list)-1].MessageID != "m-0" {
 			t.Fatalf("%d listed, newest %s", len(list), list[0].MessageID)
 		}
 		sel("m-last")
-		list, err = h.ext.Rendered(ctx, alice, extensions.KeepRendered)
+		list, err = rendered(alice, extensions.KeepRendered)
 		noErr(t, err)
 		if len(list) != extensions.KeepRendered || list[0].MessageID != "m-last" || list[len(list)-1].MessageID != "m-1" {
 			t.Fatalf("after one more: %d listed, newest %s, oldest %s", len(list), list[0].MessageID, list[len(list)-1].MessageID)
@@ -239,8 +243,8 @@ func TestRenderedResponses(t *testing.T) {
 		if n := testenv.Count(t, h.DB.Read, "response_containers", "user_id = ? AND data IS NULL", alice.ID); n != 1 {
 			t.Fatalf("%d containers without their result, want 1", n)
 		}
-		for _, first := range []int{0, extensions.KeepRendered + 1} {
-			_, err := h.ext.Rendered(ctx, alice, first)
+		for _, first := range []int{0, models.MaxPageSize + 1} {
+			_, err := rendered(alice, first)
 			wantCode(t, err, models.ErrBadUserInput)
 		}
 
@@ -248,14 +252,14 @@ func TestRenderedResponses(t *testing.T) {
 		// generation's are not shown.
 		_, err = h.Life.SetInstanceEnabled(ctx, alice, inst.ID, false)
 		noErr(t, err)
-		if list, _ := h.ext.Rendered(ctx, alice, 10); len(list) != 0 {
+		if list, _ := rendered(alice, 10); len(list) != 0 {
 			t.Fatalf("a disabled Instance's responses: %d", len(list))
 		}
 		_, err = h.Life.SetInstanceEnabled(ctx, alice, inst.ID, true)
 		noErr(t, err)
 		_, err = h.Life.Update(ctx, alice, instl.ID, h.pkg(t, weather(t, "1.1.0", nil)))
 		noErr(t, err)
-		if list, _ := h.ext.Rendered(ctx, alice, 10); len(list) != 0 {
+		if list, _ := rendered(alice, 10); len(list) != 0 {
 			t.Fatalf("responses of an older generation: %d", len(list))
 		}
 	})

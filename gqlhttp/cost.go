@@ -289,12 +289,10 @@ var listSizes = map[string]float64{
 	"ExtensionResult.evidence":   models.MaxListLimit,
 	"ValidationReport.errors":    50,
 	"ValidationReport.warnings":  50,
-	"AuditPage.entries":          100,
 	"Installation.permissions":   8,
 	"Instance.grants":            8,
 	"Installation.capabilities":  32,
 	"Query.savedEntities":        100,
-	"SavedEntityPage.entities":   100,
 	"Query.uiConfigs":            32,
 	"Installation.uiExtensions":  32,
 	"Instance.uiConfigs":         32,
@@ -313,7 +311,7 @@ func fieldWeight(key string, args map[string]any) float64 {
 	case "Query.pluginStorageSnapshot":
 		return models.MaxInstallationBytes / 1024 // up to 512 KiB of items
 	case "Query.storageItems":
-		return 8 + 2*float64(limitArg(args, models.MaxListLimit)) // up to 256 KiB of items
+		return 8 + 2*float64(sizeArg(args, "limit", models.MaxListLimit)) // up to 256 KiB of items
 	case "Query.storageItem":
 		return models.MaxValueBytes / 1024
 	case "Query.validateManifest", "Query.validateUiConfig":
@@ -329,9 +327,10 @@ func fieldWeight(key string, args map[string]any) float64 {
 	return 0
 }
 
-// limitArg returns a limit argument, or def without one.
-func limitArg(args map[string]any, def int64) int64 {
-	switch v := args["limit"].(type) {
+// sizeArg returns the argument name that sizes a list (limit, or first of
+// a connection), or def without one.
+func sizeArg(args map[string]any, name string, def int64) int64 {
+	switch v := args[name].(type) {
 	case int64:
 		return max(v, 1)
 	case int:
@@ -347,8 +346,9 @@ func operationCost(op *ast.OperationDefinition, vars map[string]any) float64 {
 	return setCost(op.SelectionSet, vars, 0, 0)
 }
 
-// setCost is the cost of one selection set; page is the limit argument of
-// the field that holds it (0 for none), the size of the lists it pages.
+// setCost is the cost of one selection set; page is the limit or first
+// argument of the field that holds it (0 for none), the size of the lists
+// it pages (a connection's edges and nodes).
 func setCost(set ast.SelectionSet, vars map[string]any, page int64, depth int) float64 {
 	if depth > 64 {
 		return 1e18
@@ -382,10 +382,18 @@ func fieldCost(f *ast.Field, vars map[string]any, page int64, depth int) float64
 	key := parent + "." + f.Name
 	args := f.ArgumentMap(vars)
 	ownPage := int64(0)
-	if _, ok := args["limit"]; ok {
-		ownPage = limitArg(args, models.MaxListLimit)
-	} else if hasArg(f.Definition, "limit") {
-		ownPage = models.MaxListLimit
+	for _, size := range []struct {
+		name string
+		max  int64
+	}{{"limit", models.MaxListLimit}, {"first", models.MaxPageSize}} {
+		if _, ok := args[size.name]; ok {
+			ownPage = sizeArg(args, size.name, size.max)
+		} else if hasArg(f.Definition, size.name) {
+			ownPage = size.max
+		}
+		if ownPage > 0 {
+			break
+		}
 	}
 	mult := 1.0
 	if f.Definition.Type.Elem != nil { // a list

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"pluginhost/connections"
 	"pluginhost/models"
 	"pluginhost/notify"
 	"pluginhost/storage"
@@ -40,9 +39,11 @@ type ResolverRoot interface {
 	Instance() InstanceResolver
 	Mutation() MutationResolver
 	Notification() NotificationResolver
+	NotificationConnection() NotificationConnectionResolver
 	Query() QueryResolver
 	RenderedResponse() RenderedResponseResolver
 	Subscription() SubscriptionResolver
+	UiConfig() UiConfigResolver
 	User() UserResolver
 }
 
@@ -61,9 +62,21 @@ type ComplexityRoot struct {
 		UserName   func(childComplexity int) int
 	}
 
+	AccessTokenConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	AccessTokenEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	AiNamespace struct {
-		Access func(childComplexity int) int
-		ID     func(childComplexity int) int
+		Access     func(childComplexity int) int
+		ID         func(childComplexity int) int
+		ManifestID func(childComplexity int) int
 	}
 
 	AiTool struct {
@@ -89,15 +102,21 @@ type ComplexityRoot struct {
 		ValueBytes     func(childComplexity int) int
 	}
 
-	AuditPage struct {
-		Entries    func(childComplexity int) int
-		HasMore    func(childComplexity int) int
-		NextCursor func(childComplexity int) int
+	AuditEntryConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	AuditEntryEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	BackgroundRun struct {
 		Capability      func(childComplexity int) int
 		Failures        func(childComplexity int) int
+		ID              func(childComplexity int) int
 		LastOutcome     func(childComplexity int) int
 		LastRunAt       func(childComplexity int) int
 		NextRunAt       func(childComplexity int) int
@@ -105,23 +124,36 @@ type ComplexityRoot struct {
 		ScheduleSeconds func(childComplexity int) int
 	}
 
+	BackgroundRunConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	BackgroundRunEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	Capability struct {
 		Description     func(childComplexity int) int
 		ID              func(childComplexity int) int
 		InputSchema     func(childComplexity int) int
 		Kind            func(childComplexity int) int
+		ManifestID      func(childComplexity int) int
 		OutputSchema    func(childComplexity int) int
 		Runnable        func(childComplexity int) int
 		ScheduleSeconds func(childComplexity int) int
 	}
 
 	Connection struct {
-		Account   func(childComplexity int) int
-		Connected func(childComplexity int) int
-		ExpiresAt func(childComplexity int) int
-		ID        func(childComplexity int) int
-		Kind      func(childComplexity int) int
-		Label     func(childComplexity int) int
+		Account    func(childComplexity int) int
+		Connected  func(childComplexity int) int
+		ExpiresAt  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Kind       func(childComplexity int) int
+		Label      func(childComplexity int) int
+		ManifestID func(childComplexity int) int
 	}
 
 	CreatedAccessToken struct {
@@ -142,6 +174,7 @@ type ComplexityRoot struct {
 		Description func(childComplexity int) int
 		ID          func(childComplexity int) int
 		Icon        func(childComplexity int) int
+		ManifestID  func(childComplexity int) int
 		Placement   func(childComplexity int) int
 		Point       func(childComplexity int) int
 	}
@@ -160,9 +193,21 @@ type ComplexityRoot struct {
 		Connection    func(childComplexity int) int
 		DurationMs    func(childComplexity int) int
 		Host          func(childComplexity int) int
+		ID            func(childComplexity int) int
 		Method        func(childComplexity int) int
 		Outcome       func(childComplexity int) int
 		Status        func(childComplexity int) int
+	}
+
+	FetchRecordConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	FetchRecordEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	HostInfo struct {
@@ -191,11 +236,11 @@ type ComplexityRoot struct {
 	}
 
 	Instance struct {
-		BackgroundRuns     func(childComplexity int) int
+		BackgroundRuns     func(childComplexity int, first *int, after *string) int
 		Connections        func(childComplexity int) int
 		CreatedAt          func(childComplexity int) int
 		Enabled            func(childComplexity int) int
-		Fetches            func(childComplexity int, limit *int) int
+		Fetches            func(childComplexity int, first *int, after *string) int
 		Grants             func(childComplexity int) int
 		ID                 func(childComplexity int) int
 		Installation       func(childComplexity int) int
@@ -240,9 +285,10 @@ type ComplexityRoot struct {
 	}
 
 	Namespace struct {
-		AiAccess func(childComplexity int) int
-		ID       func(childComplexity int) int
-		MaxBytes func(childComplexity int) int
+		AiAccess   func(childComplexity int) int
+		ID         func(childComplexity int) int
+		ManifestID func(childComplexity int) int
+		MaxBytes   func(childComplexity int) int
 	}
 
 	NamespaceUsage struct {
@@ -267,6 +313,7 @@ type ComplexityRoot struct {
 	}
 
 	NotificationAction struct {
+		ActionID   func(childComplexity int) int
 		Arguments  func(childComplexity int) int
 		Capability func(childComplexity int) int
 		Extension  func(childComplexity int) int
@@ -284,10 +331,16 @@ type ComplexityRoot struct {
 		Type       func(childComplexity int) int
 	}
 
-	NotificationPage struct {
-		HasMore       func(childComplexity int) int
-		Notifications func(childComplexity int) int
-		Unread        func(childComplexity int) int
+	NotificationConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+		Unread   func(childComplexity int) int
+	}
+
+	NotificationEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	OAuthStart struct {
@@ -295,8 +348,10 @@ type ComplexityRoot struct {
 	}
 
 	PageInfo struct {
-		EndCursor   func(childComplexity int) int
-		HasNextPage func(childComplexity int) int
+		EndCursor       func(childComplexity int) int
+		HasNextPage     func(childComplexity int) int
+		HasPreviousPage func(childComplexity int) int
+		StartCursor     func(childComplexity int) int
 	}
 
 	Problem struct {
@@ -307,18 +362,19 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		AccessTokens          func(childComplexity int, user string) int
+		AccessTokens          func(childComplexity int, user string, first *int, after *string) int
 		AiTools               func(childComplexity int) int
 		HostInfo              func(childComplexity int) int
 		Installations         func(childComplexity int) int
 		Instance              func(childComplexity int, id string) int
+		Node                  func(childComplexity int, id string) int
 		Notifications         func(childComplexity int, unreadOnly *bool, first *int, after *string) int
 		PluginStorageSnapshot func(childComplexity int, instanceID string) int
-		RenderedResponses     func(childComplexity int, first *int) int
+		RenderedResponses     func(childComplexity int, first *int, after *string) int
 		ResponseCandidates    func(childComplexity int) int
-		SavedEntities         func(childComplexity int, instanceID string, favoritesOnly *bool, limit *int, cursor *string) int
+		SavedEntities         func(childComplexity int, instanceID string, favoritesOnly *bool, first *int, after *string) int
 		SavedEntity           func(childComplexity int, instanceID string, key string) int
-		StorageAudit          func(childComplexity int, instanceID *string, actor *string, limit *int, cursor *string) int
+		StorageAudit          func(childComplexity int, instanceID *string, actor *string, first *int, after *string) int
 		StorageItem           func(childComplexity int, instanceID string, namespace *string, key string) int
 		StorageItems          func(childComplexity int, instanceID string, namespace *string, query *string, limit *int, cursor *string) int
 		UIConfig              func(childComplexity int, instanceID string, extension string) int
@@ -334,8 +390,20 @@ type ComplexityRoot struct {
 		Data       func(childComplexity int) int
 		Extension  func(childComplexity int) int
 		Generation func(childComplexity int) int
+		ID         func(childComplexity int) int
 		InstanceID func(childComplexity int) int
 		MessageID  func(childComplexity int) int
+	}
+
+	RenderedResponseConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	RenderedResponseEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	ResponseCandidate struct {
@@ -361,6 +429,7 @@ type ComplexityRoot struct {
 		Data             func(childComplexity int) int
 		Description      func(childComplexity int) int
 		Favorite         func(childComplexity int) int
+		ID               func(childComplexity int) int
 		ImageURL         func(childComplexity int) int
 		Key              func(childComplexity int) int
 		Revision         func(childComplexity int) int
@@ -372,10 +441,15 @@ type ComplexityRoot struct {
 		UpdatedAt        func(childComplexity int) int
 	}
 
-	SavedEntityPage struct {
-		HasMore    func(childComplexity int) int
-		Items      func(childComplexity int) int
-		NextCursor func(childComplexity int) int
+	SavedEntityConnection struct {
+		Edges    func(childComplexity int) int
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	SavedEntityEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	StorageChange struct {
@@ -398,6 +472,7 @@ type ComplexityRoot struct {
 		Config         func(childComplexity int) int
 		Extension      func(childComplexity int) int
 		Generation     func(childComplexity int) int
+		ID             func(childComplexity int) int
 		InstanceID     func(childComplexity int) int
 		PersistedState func(childComplexity int) int
 		Point          func(childComplexity int) int
@@ -434,15 +509,17 @@ type ComplexityRoot struct {
 // region    ************************** generated!.gotpl **************************
 
 type CapabilityResolver interface {
-	InputSchema(ctx context.Context, obj *models.Capability) (models.JSON, error)
-	OutputSchema(ctx context.Context, obj *models.Capability) (models.JSON, error)
+	InputSchema(ctx context.Context, obj *Capability) (models.JSON, error)
+	OutputSchema(ctx context.Context, obj *Capability) (models.JSON, error)
 
-	ScheduleSeconds(ctx context.Context, obj *models.Capability) (*int, error)
+	ScheduleSeconds(ctx context.Context, obj *Capability) (*int, error)
 }
 type ConnectionResolver interface {
-	ExpiresAt(ctx context.Context, obj *connections.Status) (*string, error)
+	ExpiresAt(ctx context.Context, obj *Connection) (*string, error)
 }
 type FetchRecordResolver interface {
+	ID(ctx context.Context, obj *storage.FetchRecord) (string, error)
+
 	Connection(ctx context.Context, obj *storage.FetchRecord) (*string, error)
 
 	DurationMs(ctx context.Context, obj *storage.FetchRecord) (float64, error)
@@ -456,17 +533,17 @@ type InstallationResolver interface {
 
 	Instances(ctx context.Context, obj *models.Installation) ([]*models.Instance, error)
 	InstalledAt(ctx context.Context, obj *models.Installation) (string, error)
-	Extensions(ctx context.Context, obj *models.Installation) ([]*models.ExtensionConfig, error)
-	Capabilities(ctx context.Context, obj *models.Installation) ([]*models.Capability, error)
+	Extensions(ctx context.Context, obj *models.Installation) ([]*Extension, error)
+	Capabilities(ctx context.Context, obj *models.Installation) ([]*Capability, error)
 }
 type InstanceResolver interface {
 	Installation(ctx context.Context, obj *models.Instance) (*models.Installation, error)
 
 	Usage(ctx context.Context, obj *models.Instance) ([]*NamespaceUsage, error)
 	CreatedAt(ctx context.Context, obj *models.Instance) (string, error)
-	BackgroundRuns(ctx context.Context, obj *models.Instance) ([]*BackgroundRun, error)
-	Connections(ctx context.Context, obj *models.Instance) ([]*connections.Status, error)
-	Fetches(ctx context.Context, obj *models.Instance, limit *int) ([]*storage.FetchRecord, error)
+	BackgroundRuns(ctx context.Context, obj *models.Instance, first *int, after *string) (*models.Page[*BackgroundRun], error)
+	Connections(ctx context.Context, obj *models.Instance) ([]*Connection, error)
+	Fetches(ctx context.Context, obj *models.Instance, first *int, after *string) (*models.Page[*storage.FetchRecord], error)
 }
 type MutationResolver interface {
 	TrustPublisherKey(ctx context.Context, publicKey string) (string, error)
@@ -475,7 +552,7 @@ type MutationResolver interface {
 	SetAiStorageConsent(ctx context.Context, installationID string, granted bool) (*models.Installation, error)
 	AiInvoke(ctx context.Context, handle string, arguments models.JSON) (*models.ExtensionResult, error)
 	ResumeBackgroundRun(ctx context.Context, instanceID string, capability string) (*models.Instance, error)
-	ConnectAPIKey(ctx context.Context, instanceID string, connection string, key string) (*connections.Status, error)
+	ConnectAPIKey(ctx context.Context, instanceID string, connection string, key string) (*Connection, error)
 	StartOAuth(ctx context.Context, instanceID string, connection string) (*OAuthStart, error)
 	Disconnect(ctx context.Context, instanceID string, connection string) (bool, error)
 	SetOAuthClient(ctx context.Context, pluginID string, connection string, clientID string, clientSecret string) (bool, error)
@@ -502,36 +579,47 @@ type MutationResolver interface {
 	ApplyCapabilityResult(ctx context.Context, instanceID string, capability string, generation int, result models.JSON) (*models.ExtensionResult, error)
 }
 type NotificationResolver interface {
+	Actions(ctx context.Context, obj *notify.Notification) ([]*NotificationAction, error)
+
 	CreatedAt(ctx context.Context, obj *notify.Notification) (string, error)
+}
+type NotificationConnectionResolver interface {
+	Unread(ctx context.Context, obj *models.Page[*notify.Notification]) (int, error)
 }
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*models.User, error)
+	Node(ctx context.Context, id string) (models.Node, error)
 	ValidateManifest(ctx context.Context, manifest models.JSON) (*validator.Report, error)
 	ValidateUIConfig(ctx context.Context, config models.JSON, manifest models.JSON, extension *string) (*validator.Report, error)
-	Users(ctx context.Context, first *int, after *string) (*UserConnection, error)
-	AccessTokens(ctx context.Context, user string) ([]*AccessToken, error)
+	Users(ctx context.Context, first *int, after *string) (*models.Page[*models.User], error)
+	AccessTokens(ctx context.Context, user string, first *int, after *string) (*models.Page[*AccessToken], error)
 	AiTools(ctx context.Context) ([]*AiTool, error)
-	StorageAudit(ctx context.Context, instanceID *string, actor *string, limit *int, cursor *string) (*AuditPage, error)
+	StorageAudit(ctx context.Context, instanceID *string, actor *string, first *int, after *string) (*models.Page[*AuditEntry], error)
 	HostInfo(ctx context.Context) (*HostInfo, error)
 	UIConfig(ctx context.Context, instanceID string, extension string) (*models.UIConfig, error)
 	ResponseCandidates(ctx context.Context) ([]*models.ResponseCandidate, error)
-	RenderedResponses(ctx context.Context, first *int) ([]*models.RenderedResponse, error)
-	Notifications(ctx context.Context, unreadOnly *bool, first *int, after *string) (*notify.Page, error)
+	RenderedResponses(ctx context.Context, first *int, after *string) (*models.Page[*models.RenderedResponse], error)
+	Notifications(ctx context.Context, unreadOnly *bool, first *int, after *string) (*models.Page[*notify.Notification], error)
 	Installations(ctx context.Context) ([]*models.Installation, error)
 	Instance(ctx context.Context, id string) (*models.Instance, error)
-	SavedEntities(ctx context.Context, instanceID string, favoritesOnly *bool, limit *int, cursor *string) (*SavedEntityPage, error)
+	SavedEntities(ctx context.Context, instanceID string, favoritesOnly *bool, first *int, after *string) (*models.Page[*SavedEntity], error)
 	SavedEntity(ctx context.Context, instanceID string, key string) (*SavedEntity, error)
 	StorageItems(ctx context.Context, instanceID string, namespace *string, query *string, limit *int, cursor *string) (*models.ExtensionResult, error)
 	StorageItem(ctx context.Context, instanceID string, namespace *string, key string) (*models.ExtensionResult, error)
 	PluginStorageSnapshot(ctx context.Context, instanceID string) (models.JSON, error)
 }
 type RenderedResponseResolver interface {
+	ID(ctx context.Context, obj *models.RenderedResponse) (string, error)
+
 	CreatedAt(ctx context.Context, obj *models.RenderedResponse) (string, error)
 }
 type SubscriptionResolver interface {
 	StorageChanged(ctx context.Context, instanceID string, namespaces []string) (<-chan *models.StorageChange, error)
 	ResponseRendered(ctx context.Context) (<-chan *models.RenderedResponse, error)
 	NotificationAdded(ctx context.Context) (<-chan *notify.Notification, error)
+}
+type UiConfigResolver interface {
+	ID(ctx context.Context, obj *models.UIConfig) (string, error)
 }
 type UserResolver interface {
 	Issuer(ctx context.Context, obj *models.User) (*string, error)
@@ -605,6 +693,38 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AccessToken.UserName(childComplexity), true
 
+	case "AccessTokenConnection.edges":
+		if e.ComplexityRoot.AccessTokenConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessTokenConnection.Edges(childComplexity), true
+	case "AccessTokenConnection.nodes":
+		if e.ComplexityRoot.AccessTokenConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessTokenConnection.Nodes(childComplexity), true
+	case "AccessTokenConnection.pageInfo":
+		if e.ComplexityRoot.AccessTokenConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessTokenConnection.PageInfo(childComplexity), true
+
+	case "AccessTokenEdge.cursor":
+		if e.ComplexityRoot.AccessTokenEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessTokenEdge.Cursor(childComplexity), true
+	case "AccessTokenEdge.node":
+		if e.ComplexityRoot.AccessTokenEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessTokenEdge.Node(childComplexity), true
+
 	case "AiNamespace.access":
 		if e.ComplexityRoot.AiNamespace.Access == nil {
 			break
@@ -617,6 +737,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AiNamespace.ID(childComplexity), true
+	case "AiNamespace.manifestId":
+		if e.ComplexityRoot.AiNamespace.ManifestID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AiNamespace.ManifestID(childComplexity), true
 
 	case "AiTool.capability":
 		if e.ComplexityRoot.AiTool.Capability == nil {
@@ -722,24 +848,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditEntry.ValueBytes(childComplexity), true
 
-	case "AuditPage.entries":
-		if e.ComplexityRoot.AuditPage.Entries == nil {
+	case "AuditEntryConnection.edges":
+		if e.ComplexityRoot.AuditEntryConnection.Edges == nil {
 			break
 		}
 
-		return e.ComplexityRoot.AuditPage.Entries(childComplexity), true
-	case "AuditPage.hasMore":
-		if e.ComplexityRoot.AuditPage.HasMore == nil {
+		return e.ComplexityRoot.AuditEntryConnection.Edges(childComplexity), true
+	case "AuditEntryConnection.nodes":
+		if e.ComplexityRoot.AuditEntryConnection.Nodes == nil {
 			break
 		}
 
-		return e.ComplexityRoot.AuditPage.HasMore(childComplexity), true
-	case "AuditPage.nextCursor":
-		if e.ComplexityRoot.AuditPage.NextCursor == nil {
+		return e.ComplexityRoot.AuditEntryConnection.Nodes(childComplexity), true
+	case "AuditEntryConnection.pageInfo":
+		if e.ComplexityRoot.AuditEntryConnection.PageInfo == nil {
 			break
 		}
 
-		return e.ComplexityRoot.AuditPage.NextCursor(childComplexity), true
+		return e.ComplexityRoot.AuditEntryConnection.PageInfo(childComplexity), true
+
+	case "AuditEntryEdge.cursor":
+		if e.ComplexityRoot.AuditEntryEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntryEdge.Cursor(childComplexity), true
+	case "AuditEntryEdge.node":
+		if e.ComplexityRoot.AuditEntryEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEntryEdge.Node(childComplexity), true
 
 	case "BackgroundRun.capability":
 		if e.ComplexityRoot.BackgroundRun.Capability == nil {
@@ -753,6 +892,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.BackgroundRun.Failures(childComplexity), true
+	case "BackgroundRun.id":
+		if e.ComplexityRoot.BackgroundRun.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BackgroundRun.ID(childComplexity), true
 	case "BackgroundRun.lastOutcome":
 		if e.ComplexityRoot.BackgroundRun.LastOutcome == nil {
 			break
@@ -784,6 +929,38 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.BackgroundRun.ScheduleSeconds(childComplexity), true
 
+	case "BackgroundRunConnection.edges":
+		if e.ComplexityRoot.BackgroundRunConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BackgroundRunConnection.Edges(childComplexity), true
+	case "BackgroundRunConnection.nodes":
+		if e.ComplexityRoot.BackgroundRunConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BackgroundRunConnection.Nodes(childComplexity), true
+	case "BackgroundRunConnection.pageInfo":
+		if e.ComplexityRoot.BackgroundRunConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BackgroundRunConnection.PageInfo(childComplexity), true
+
+	case "BackgroundRunEdge.cursor":
+		if e.ComplexityRoot.BackgroundRunEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BackgroundRunEdge.Cursor(childComplexity), true
+	case "BackgroundRunEdge.node":
+		if e.ComplexityRoot.BackgroundRunEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BackgroundRunEdge.Node(childComplexity), true
+
 	case "Capability.description":
 		if e.ComplexityRoot.Capability.Description == nil {
 			break
@@ -808,6 +985,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Capability.Kind(childComplexity), true
+	case "Capability.manifestId":
+		if e.ComplexityRoot.Capability.ManifestID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Capability.ManifestID(childComplexity), true
 	case "Capability.outputSchema":
 		if e.ComplexityRoot.Capability.OutputSchema == nil {
 			break
@@ -863,6 +1046,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Connection.Label(childComplexity), true
+	case "Connection.manifestId":
+		if e.ComplexityRoot.Connection.ManifestID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.ManifestID(childComplexity), true
 
 	case "CreatedAccessToken.info":
 		if e.ComplexityRoot.CreatedAccessToken.Info == nil {
@@ -932,6 +1121,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Extension.Icon(childComplexity), true
+	case "Extension.manifestId":
+		if e.ComplexityRoot.Extension.ManifestID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Extension.ManifestID(childComplexity), true
 	case "Extension.placement":
 		if e.ComplexityRoot.Extension.Placement == nil {
 			break
@@ -1006,6 +1201,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FetchRecord.Host(childComplexity), true
+	case "FetchRecord.id":
+		if e.ComplexityRoot.FetchRecord.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecord.ID(childComplexity), true
 	case "FetchRecord.method":
 		if e.ComplexityRoot.FetchRecord.Method == nil {
 			break
@@ -1024,6 +1225,38 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FetchRecord.Status(childComplexity), true
+
+	case "FetchRecordConnection.edges":
+		if e.ComplexityRoot.FetchRecordConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecordConnection.Edges(childComplexity), true
+	case "FetchRecordConnection.nodes":
+		if e.ComplexityRoot.FetchRecordConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecordConnection.Nodes(childComplexity), true
+	case "FetchRecordConnection.pageInfo":
+		if e.ComplexityRoot.FetchRecordConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecordConnection.PageInfo(childComplexity), true
+
+	case "FetchRecordEdge.cursor":
+		if e.ComplexityRoot.FetchRecordEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecordEdge.Cursor(childComplexity), true
+	case "FetchRecordEdge.node":
+		if e.ComplexityRoot.FetchRecordEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FetchRecordEdge.Node(childComplexity), true
 
 	case "HostInfo.uiSchema":
 		if e.ComplexityRoot.HostInfo.UISchema == nil {
@@ -1146,7 +1379,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			break
 		}
 
-		return e.ComplexityRoot.Instance.BackgroundRuns(childComplexity), true
+		args, err := ec.field_Instance_backgroundRuns_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Instance.BackgroundRuns(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Instance.connections":
 		if e.ComplexityRoot.Instance.Connections == nil {
 			break
@@ -1175,7 +1413,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Instance.Fetches(childComplexity, args["limit"].(*int)), true
+		return e.ComplexityRoot.Instance.Fetches(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Instance.grants":
 		if e.ComplexityRoot.Instance.Grants == nil {
 			break
@@ -1573,6 +1811,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Namespace.ID(childComplexity), true
+	case "Namespace.manifestId":
+		if e.ComplexityRoot.Namespace.ManifestID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Namespace.ManifestID(childComplexity), true
 	case "Namespace.maxBytes":
 		if e.ComplexityRoot.Namespace.MaxBytes == nil {
 			break
@@ -1672,6 +1916,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Notification.Title(childComplexity), true
 
+	case "NotificationAction.actionId":
+		if e.ComplexityRoot.NotificationAction.ActionID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationAction.ActionID(childComplexity), true
 	case "NotificationAction.arguments":
 		if e.ComplexityRoot.NotificationAction.Arguments == nil {
 			break
@@ -1746,24 +1996,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.NotificationActionResult.Type(childComplexity), true
 
-	case "NotificationPage.hasMore":
-		if e.ComplexityRoot.NotificationPage.HasMore == nil {
+	case "NotificationConnection.edges":
+		if e.ComplexityRoot.NotificationConnection.Edges == nil {
 			break
 		}
 
-		return e.ComplexityRoot.NotificationPage.HasMore(childComplexity), true
-	case "NotificationPage.notifications":
-		if e.ComplexityRoot.NotificationPage.Notifications == nil {
+		return e.ComplexityRoot.NotificationConnection.Edges(childComplexity), true
+	case "NotificationConnection.nodes":
+		if e.ComplexityRoot.NotificationConnection.Nodes == nil {
 			break
 		}
 
-		return e.ComplexityRoot.NotificationPage.Notifications(childComplexity), true
-	case "NotificationPage.unread":
-		if e.ComplexityRoot.NotificationPage.Unread == nil {
+		return e.ComplexityRoot.NotificationConnection.Nodes(childComplexity), true
+	case "NotificationConnection.pageInfo":
+		if e.ComplexityRoot.NotificationConnection.PageInfo == nil {
 			break
 		}
 
-		return e.ComplexityRoot.NotificationPage.Unread(childComplexity), true
+		return e.ComplexityRoot.NotificationConnection.PageInfo(childComplexity), true
+	case "NotificationConnection.unread":
+		if e.ComplexityRoot.NotificationConnection.Unread == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationConnection.Unread(childComplexity), true
+
+	case "NotificationEdge.cursor":
+		if e.ComplexityRoot.NotificationEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationEdge.Cursor(childComplexity), true
+	case "NotificationEdge.node":
+		if e.ComplexityRoot.NotificationEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationEdge.Node(childComplexity), true
 
 	case "OAuthStart.authorizationUrl":
 		if e.ComplexityRoot.OAuthStart.AuthorizationURL == nil {
@@ -1784,6 +2053,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.HasNextPage(childComplexity), true
+	case "PageInfo.hasPreviousPage":
+		if e.ComplexityRoot.PageInfo.HasPreviousPage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageInfo.HasPreviousPage(childComplexity), true
+	case "PageInfo.startCursor":
+		if e.ComplexityRoot.PageInfo.StartCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
 	case "Problem.code":
 		if e.ComplexityRoot.Problem.Code == nil {
@@ -1820,7 +2101,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.AccessTokens(childComplexity, args["user"].(string)), true
+		return e.ComplexityRoot.Query.AccessTokens(childComplexity, args["user"].(string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.aiTools":
 		if e.ComplexityRoot.Query.AiTools == nil {
 			break
@@ -1851,6 +2132,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Instance(childComplexity, args["id"].(string)), true
 
+	case "Query.node":
+		if e.ComplexityRoot.Query.Node == nil {
+			break
+		}
+
+		args, err := ec.field_Query_node_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string)), true
 	case "Query.notifications":
 		if e.ComplexityRoot.Query.Notifications == nil {
 			break
@@ -1883,7 +2175,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.RenderedResponses(childComplexity, args["first"].(*int)), true
+		return e.ComplexityRoot.Query.RenderedResponses(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Query.responseCandidates":
 		if e.ComplexityRoot.Query.ResponseCandidates == nil {
 			break
@@ -1900,7 +2192,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.SavedEntities(childComplexity, args["instanceId"].(string), args["favoritesOnly"].(*bool), args["limit"].(*int), args["cursor"].(*string)), true
+		return e.ComplexityRoot.Query.SavedEntities(childComplexity, args["instanceId"].(string), args["favoritesOnly"].(*bool), args["first"].(*int), args["after"].(*string)), true
 	case "Query.savedEntity":
 		if e.ComplexityRoot.Query.SavedEntity == nil {
 			break
@@ -1922,7 +2214,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.StorageAudit(childComplexity, args["instanceId"].(*string), args["actor"].(*string), args["limit"].(*int), args["cursor"].(*string)), true
+		return e.ComplexityRoot.Query.StorageAudit(childComplexity, args["instanceId"].(*string), args["actor"].(*string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.storageItem":
 		if e.ComplexityRoot.Query.StorageItem == nil {
 			break
@@ -2026,6 +2318,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RenderedResponse.Generation(childComplexity), true
+	case "RenderedResponse.id":
+		if e.ComplexityRoot.RenderedResponse.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RenderedResponse.ID(childComplexity), true
 	case "RenderedResponse.instanceId":
 		if e.ComplexityRoot.RenderedResponse.InstanceID == nil {
 			break
@@ -2038,6 +2336,38 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RenderedResponse.MessageID(childComplexity), true
+
+	case "RenderedResponseConnection.edges":
+		if e.ComplexityRoot.RenderedResponseConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RenderedResponseConnection.Edges(childComplexity), true
+	case "RenderedResponseConnection.nodes":
+		if e.ComplexityRoot.RenderedResponseConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RenderedResponseConnection.Nodes(childComplexity), true
+	case "RenderedResponseConnection.pageInfo":
+		if e.ComplexityRoot.RenderedResponseConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RenderedResponseConnection.PageInfo(childComplexity), true
+
+	case "RenderedResponseEdge.cursor":
+		if e.ComplexityRoot.RenderedResponseEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RenderedResponseEdge.Cursor(childComplexity), true
+	case "RenderedResponseEdge.node":
+		if e.ComplexityRoot.RenderedResponseEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RenderedResponseEdge.Node(childComplexity), true
 
 	case "ResponseCandidate.description":
 		if e.ComplexityRoot.ResponseCandidate.Description == nil {
@@ -2137,6 +2467,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SavedEntity.Favorite(childComplexity), true
+	case "SavedEntity.id":
+		if e.ComplexityRoot.SavedEntity.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntity.ID(childComplexity), true
 	case "SavedEntity.imageUrl":
 		if e.ComplexityRoot.SavedEntity.ImageURL == nil {
 			break
@@ -2192,24 +2528,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SavedEntity.UpdatedAt(childComplexity), true
 
-	case "SavedEntityPage.hasMore":
-		if e.ComplexityRoot.SavedEntityPage.HasMore == nil {
+	case "SavedEntityConnection.edges":
+		if e.ComplexityRoot.SavedEntityConnection.Edges == nil {
 			break
 		}
 
-		return e.ComplexityRoot.SavedEntityPage.HasMore(childComplexity), true
-	case "SavedEntityPage.items":
-		if e.ComplexityRoot.SavedEntityPage.Items == nil {
+		return e.ComplexityRoot.SavedEntityConnection.Edges(childComplexity), true
+	case "SavedEntityConnection.nodes":
+		if e.ComplexityRoot.SavedEntityConnection.Nodes == nil {
 			break
 		}
 
-		return e.ComplexityRoot.SavedEntityPage.Items(childComplexity), true
-	case "SavedEntityPage.nextCursor":
-		if e.ComplexityRoot.SavedEntityPage.NextCursor == nil {
+		return e.ComplexityRoot.SavedEntityConnection.Nodes(childComplexity), true
+	case "SavedEntityConnection.pageInfo":
+		if e.ComplexityRoot.SavedEntityConnection.PageInfo == nil {
 			break
 		}
 
-		return e.ComplexityRoot.SavedEntityPage.NextCursor(childComplexity), true
+		return e.ComplexityRoot.SavedEntityConnection.PageInfo(childComplexity), true
+
+	case "SavedEntityEdge.cursor":
+		if e.ComplexityRoot.SavedEntityEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntityEdge.Cursor(childComplexity), true
+	case "SavedEntityEdge.node":
+		if e.ComplexityRoot.SavedEntityEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SavedEntityEdge.Node(childComplexity), true
 
 	case "StorageChange.generation":
 		if e.ComplexityRoot.StorageChange.Generation == nil {
@@ -2296,6 +2645,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UiConfig.Generation(childComplexity), true
+	case "UiConfig.id":
+		if e.ComplexityRoot.UiConfig.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UiConfig.ID(childComplexity), true
 	case "UiConfig.instanceId":
 		if e.ComplexityRoot.UiConfig.InstanceID == nil {
 			break
@@ -2549,10 +2904,34 @@ func (ec *executionContext) childFields_AccessToken(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type AccessToken", field.Name)
 }
 
+func (ec *executionContext) childFields_AccessTokenConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_AccessTokenConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_AccessTokenConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_AccessTokenConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AccessTokenConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_AccessTokenEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_AccessTokenEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_AccessTokenEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AccessTokenEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_AiNamespace(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_AiNamespace_id(ctx, field)
+	case "manifestId":
+		return ec.fieldContext_AiNamespace_manifestId(ctx, field)
 	case "access":
 		return ec.fieldContext_AiNamespace_access(ctx, field)
 	}
@@ -2605,20 +2984,32 @@ func (ec *executionContext) childFields_AuditEntry(ctx context.Context, field gr
 	return nil, fmt.Errorf("no field named %q was found under type AuditEntry", field.Name)
 }
 
-func (ec *executionContext) childFields_AuditPage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+func (ec *executionContext) childFields_AuditEntryConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
-	case "entries":
-		return ec.fieldContext_AuditPage_entries(ctx, field)
-	case "hasMore":
-		return ec.fieldContext_AuditPage_hasMore(ctx, field)
-	case "nextCursor":
-		return ec.fieldContext_AuditPage_nextCursor(ctx, field)
+	case "edges":
+		return ec.fieldContext_AuditEntryConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_AuditEntryConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_AuditEntryConnection_pageInfo(ctx, field)
 	}
-	return nil, fmt.Errorf("no field named %q was found under type AuditPage", field.Name)
+	return nil, fmt.Errorf("no field named %q was found under type AuditEntryConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditEntryEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_AuditEntryEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_AuditEntryEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditEntryEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_BackgroundRun(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_BackgroundRun_id(ctx, field)
 	case "capability":
 		return ec.fieldContext_BackgroundRun_capability(ctx, field)
 	case "scheduleSeconds":
@@ -2637,10 +3028,34 @@ func (ec *executionContext) childFields_BackgroundRun(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type BackgroundRun", field.Name)
 }
 
+func (ec *executionContext) childFields_BackgroundRunConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_BackgroundRunConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_BackgroundRunConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_BackgroundRunConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BackgroundRunConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_BackgroundRunEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_BackgroundRunEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_BackgroundRunEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BackgroundRunEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_Capability(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_Capability_id(ctx, field)
+	case "manifestId":
+		return ec.fieldContext_Capability_manifestId(ctx, field)
 	case "kind":
 		return ec.fieldContext_Capability_kind(ctx, field)
 	case "description":
@@ -2661,6 +3076,8 @@ func (ec *executionContext) childFields_Connection(ctx context.Context, field gr
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_Connection_id(ctx, field)
+	case "manifestId":
+		return ec.fieldContext_Connection_manifestId(ctx, field)
 	case "label":
 		return ec.fieldContext_Connection_label(ctx, field)
 	case "kind":
@@ -2705,6 +3122,8 @@ func (ec *executionContext) childFields_Extension(ctx context.Context, field gra
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_Extension_id(ctx, field)
+	case "manifestId":
+		return ec.fieldContext_Extension_manifestId(ctx, field)
 	case "point":
 		return ec.fieldContext_Extension_point(ctx, field)
 	case "placement":
@@ -2733,6 +3152,8 @@ func (ec *executionContext) childFields_ExtensionResult(ctx context.Context, fie
 
 func (ec *executionContext) childFields_FetchRecord(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_FetchRecord_id(ctx, field)
 	case "capability":
 		return ec.fieldContext_FetchRecord_capability(ctx, field)
 	case "host":
@@ -2755,6 +3176,28 @@ func (ec *executionContext) childFields_FetchRecord(ctx context.Context, field g
 		return ec.fieldContext_FetchRecord_at(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FetchRecord", field.Name)
+}
+
+func (ec *executionContext) childFields_FetchRecordConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_FetchRecordConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_FetchRecordConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_FetchRecordConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FetchRecordConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_FetchRecordEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_FetchRecordEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_FetchRecordEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FetchRecordEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_HostInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2841,6 +3284,8 @@ func (ec *executionContext) childFields_Namespace(ctx context.Context, field gra
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_Namespace_id(ctx, field)
+	case "manifestId":
+		return ec.fieldContext_Namespace_manifestId(ctx, field)
 	case "maxBytes":
 		return ec.fieldContext_Namespace_maxBytes(ctx, field)
 	case "aiAccess":
@@ -2895,6 +3340,8 @@ func (ec *executionContext) childFields_NotificationAction(ctx context.Context, 
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_NotificationAction_id(ctx, field)
+	case "actionId":
+		return ec.fieldContext_NotificationAction_actionId(ctx, field)
 	case "label":
 		return ec.fieldContext_NotificationAction_label(ctx, field)
 	case "type":
@@ -2927,16 +3374,28 @@ func (ec *executionContext) childFields_NotificationActionResult(ctx context.Con
 	return nil, fmt.Errorf("no field named %q was found under type NotificationActionResult", field.Name)
 }
 
-func (ec *executionContext) childFields_NotificationPage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+func (ec *executionContext) childFields_NotificationConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
-	case "notifications":
-		return ec.fieldContext_NotificationPage_notifications(ctx, field)
+	case "edges":
+		return ec.fieldContext_NotificationConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_NotificationConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_NotificationConnection_pageInfo(ctx, field)
 	case "unread":
-		return ec.fieldContext_NotificationPage_unread(ctx, field)
-	case "hasMore":
-		return ec.fieldContext_NotificationPage_hasMore(ctx, field)
+		return ec.fieldContext_NotificationConnection_unread(ctx, field)
 	}
-	return nil, fmt.Errorf("no field named %q was found under type NotificationPage", field.Name)
+	return nil, fmt.Errorf("no field named %q was found under type NotificationConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_NotificationEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_NotificationEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_NotificationEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NotificationEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_OAuthStart(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2951,6 +3410,10 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 	switch field.Name {
 	case "hasNextPage":
 		return ec.fieldContext_PageInfo_hasNextPage(ctx, field)
+	case "hasPreviousPage":
+		return ec.fieldContext_PageInfo_hasPreviousPage(ctx, field)
+	case "startCursor":
+		return ec.fieldContext_PageInfo_startCursor(ctx, field)
 	case "endCursor":
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
@@ -2973,6 +3436,8 @@ func (ec *executionContext) childFields_Problem(ctx context.Context, field graph
 
 func (ec *executionContext) childFields_RenderedResponse(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_RenderedResponse_id(ctx, field)
 	case "messageId":
 		return ec.fieldContext_RenderedResponse_messageId(ctx, field)
 	case "instanceId":
@@ -2989,6 +3454,28 @@ func (ec *executionContext) childFields_RenderedResponse(ctx context.Context, fi
 		return ec.fieldContext_RenderedResponse_data(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RenderedResponse", field.Name)
+}
+
+func (ec *executionContext) childFields_RenderedResponseConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_RenderedResponseConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_RenderedResponseConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_RenderedResponseConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RenderedResponseConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_RenderedResponseEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_RenderedResponseEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_RenderedResponseEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RenderedResponseEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_ResponseCandidate(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3029,6 +3516,8 @@ func (ec *executionContext) childFields_ResponseRender(ctx context.Context, fiel
 
 func (ec *executionContext) childFields_SavedEntity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_SavedEntity_id(ctx, field)
 	case "key":
 		return ec.fieldContext_SavedEntity_key(ctx, field)
 	case "revision":
@@ -3059,16 +3548,26 @@ func (ec *executionContext) childFields_SavedEntity(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type SavedEntity", field.Name)
 }
 
-func (ec *executionContext) childFields_SavedEntityPage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+func (ec *executionContext) childFields_SavedEntityConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
-	case "items":
-		return ec.fieldContext_SavedEntityPage_items(ctx, field)
-	case "hasMore":
-		return ec.fieldContext_SavedEntityPage_hasMore(ctx, field)
-	case "nextCursor":
-		return ec.fieldContext_SavedEntityPage_nextCursor(ctx, field)
+	case "edges":
+		return ec.fieldContext_SavedEntityConnection_edges(ctx, field)
+	case "nodes":
+		return ec.fieldContext_SavedEntityConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_SavedEntityConnection_pageInfo(ctx, field)
 	}
-	return nil, fmt.Errorf("no field named %q was found under type SavedEntityPage", field.Name)
+	return nil, fmt.Errorf("no field named %q was found under type SavedEntityConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_SavedEntityEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_SavedEntityEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_SavedEntityEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SavedEntityEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_StorageChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3093,6 +3592,8 @@ func (ec *executionContext) childFields_StorageChange(ctx context.Context, field
 
 func (ec *executionContext) childFields_UiConfig(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_UiConfig_id(ctx, field)
 	case "instanceId":
 		return ec.fieldContext_UiConfig_instanceId(ctx, field)
 	case "extension":
@@ -3275,17 +3776,47 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
-func (ec *executionContext) field_Instance_fetches_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+func (ec *executionContext) field_Instance_backgroundRuns_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
-	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "limit",
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
 		func(ctx context.Context, v any) (*int, error) {
 			return ec.unmarshalOInt2ᚖint(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["limit"] = arg0
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Instance_fetches_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -4148,10 +4679,40 @@ func (ec *executionContext) field_Query_accessTokens_args(ctx context.Context, r
 		return nil, err
 	}
 	args["user"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
 func (ec *executionContext) field_Query_instance_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
@@ -4186,7 +4747,7 @@ func (ec *executionContext) field_Query_notifications_args(ctx context.Context, 
 	args["first"] = arg1
 	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
 		func(ctx context.Context, v any) (*string, error) {
-			return ec.unmarshalOID2ᚖstring(ctx, v)
+			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4220,6 +4781,14 @@ func (ec *executionContext) field_Query_renderedResponses_args(ctx context.Conte
 		return nil, err
 	}
 	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -4242,22 +4811,22 @@ func (ec *executionContext) field_Query_savedEntities_args(ctx context.Context, 
 		return nil, err
 	}
 	args["favoritesOnly"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "limit",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "first",
 		func(ctx context.Context, v any) (*int, error) {
 			return ec.unmarshalOInt2ᚖint(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["limit"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "cursor",
+	args["first"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "after",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["cursor"] = arg3
+	args["after"] = arg3
 	return args, nil
 }
 
@@ -4302,22 +4871,22 @@ func (ec *executionContext) field_Query_storageAudit_args(ctx context.Context, r
 		return nil, err
 	}
 	args["actor"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "limit",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "first",
 		func(ctx context.Context, v any) (*int, error) {
 			return ec.unmarshalOInt2ᚖint(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["limit"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "cursor",
+	args["first"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "after",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["cursor"] = arg3
+	args["after"] = arg3
 	return args, nil
 }
 
@@ -4751,6 +5320,157 @@ func (ec *executionContext) fieldContext_AccessToken_active(_ context.Context, f
 	return graphql.NewScalarFieldContext("AccessToken", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _AccessTokenConnection_edges(ctx context.Context, field graphql.CollectedField, obj *models.Page[*AccessToken]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessTokenConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []models.Edge[*AccessToken]) graphql.Marshaler {
+			return ec.marshalNAccessTokenEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessTokenConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AccessTokenConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AccessTokenEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AccessTokenConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *models.Page[*AccessToken]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessTokenConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*AccessToken) graphql.Marshaler {
+			return ec.marshalNAccessToken2ᚕᚖpluginhostᚋgraphᚐAccessTokenᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessTokenConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AccessTokenConnection",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AccessToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AccessTokenConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *models.Page[*AccessToken]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessTokenConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2pluginhostᚋmodelsᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessTokenConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AccessTokenConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AccessTokenEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*AccessToken]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessTokenEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessTokenEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessTokenEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AccessTokenEdge_node(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*AccessToken]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessTokenEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *AccessToken) graphql.Marshaler {
+			return ec.marshalNAccessToken2ᚖpluginhostᚋgraphᚐAccessToken(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessTokenEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AccessTokenEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AccessToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _AiNamespace_id(ctx context.Context, field graphql.CollectedField, obj *AiNamespace) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4764,13 +5484,36 @@ func (ec *executionContext) _AiNamespace_id(ctx context.Context, field graphql.C
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNID2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_AiNamespace_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AiNamespace", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _AiNamespace_manifestId(ctx context.Context, field graphql.CollectedField, obj *AiNamespace) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AiNamespace_manifestId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ManifestID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AiNamespace_manifestId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AiNamespace", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -5197,16 +5940,48 @@ func (ec *executionContext) fieldContext_AuditEntry_at(_ context.Context, field 
 	return graphql.NewScalarFieldContext("AuditEntry", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _AuditPage_entries(ctx context.Context, field graphql.CollectedField, obj *AuditPage) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEntryConnection_edges(ctx context.Context, field graphql.CollectedField, obj *models.Page[*AuditEntry]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_AuditPage_entries(ctx, field)
+			return ec.fieldContext_AuditEntryConnection_edges(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Entries, nil
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []models.Edge[*AuditEntry]) graphql.Marshaler {
+			return ec.marshalNAuditEntryEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntryConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditEntryConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditEntryEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditEntryConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *models.Page[*AuditEntry]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntryConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*AuditEntry) graphql.Marshaler {
@@ -5216,9 +5991,96 @@ func (ec *executionContext) _AuditPage_entries(ctx context.Context, field graphq
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_AuditPage_entries(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_AuditEntryConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
-		Object:     "AuditPage",
+		Object:     "AuditEntryConnection",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditEntryConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *models.Page[*AuditEntry]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntryConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2pluginhostᚋmodelsᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntryConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditEntryConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditEntryEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*AuditEntry]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntryEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntryEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEntryEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEntryEdge_node(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*AuditEntry]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEntryEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *AuditEntry) graphql.Marshaler {
+			return ec.marshalNAuditEntry2ᚖpluginhostᚋgraphᚐAuditEntry(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEntryEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditEntryEdge",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -5229,50 +6091,27 @@ func (ec *executionContext) fieldContext_AuditPage_entries(_ context.Context, fi
 	return fc, nil
 }
 
-func (ec *executionContext) _AuditPage_hasMore(ctx context.Context, field graphql.CollectedField, obj *AuditPage) (ret graphql.Marshaler) {
+func (ec *executionContext) _BackgroundRun_id(ctx context.Context, field graphql.CollectedField, obj *BackgroundRun) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_AuditPage_hasMore(ctx, field)
+			return ec.fieldContext_BackgroundRun_id(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.HasMore, nil
+			return obj.ID, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_AuditPage_hasMore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AuditPage", field, false, false, errors.New("field of type Boolean does not have child fields"))
-}
-
-func (ec *executionContext) _AuditPage_nextCursor(ctx context.Context, field graphql.CollectedField, obj *AuditPage) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_AuditPage_nextCursor(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.NextCursor, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_AuditPage_nextCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AuditPage", field, false, false, errors.New("field of type String does not have child fields"))
+func (ec *executionContext) fieldContext_BackgroundRun_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BackgroundRun", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _BackgroundRun_capability(ctx context.Context, field graphql.CollectedField, obj *BackgroundRun) (ret graphql.Marshaler) {
@@ -5436,16 +6275,112 @@ func (ec *executionContext) fieldContext_BackgroundRun_quarantinedAt(_ context.C
 	return graphql.NewScalarFieldContext("BackgroundRun", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Capability_id(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+func (ec *executionContext) _BackgroundRunConnection_edges(ctx context.Context, field graphql.CollectedField, obj *models.Page[*BackgroundRun]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Capability_id(ctx, field)
+			return ec.fieldContext_BackgroundRunConnection_edges(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []models.Edge[*BackgroundRun]) graphql.Marshaler {
+			return ec.marshalNBackgroundRunEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BackgroundRunConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BackgroundRunConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BackgroundRunEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BackgroundRunConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *models.Page[*BackgroundRun]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BackgroundRunConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*BackgroundRun) graphql.Marshaler {
+			return ec.marshalNBackgroundRun2ᚕᚖpluginhostᚋgraphᚐBackgroundRunᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BackgroundRunConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BackgroundRunConnection",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BackgroundRun(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BackgroundRunConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *models.Page[*BackgroundRun]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BackgroundRunConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2pluginhostᚋmodelsᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BackgroundRunConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BackgroundRunConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BackgroundRunEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*BackgroundRun]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BackgroundRunEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -5455,11 +6390,89 @@ func (ec *executionContext) _Capability_id(ctx context.Context, field graphql.Co
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Capability_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Capability", field, false, false, errors.New("field of type String does not have child fields"))
+func (ec *executionContext) fieldContext_BackgroundRunEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BackgroundRunEdge", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Capability_kind(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+func (ec *executionContext) _BackgroundRunEdge_node(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*BackgroundRun]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BackgroundRunEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *BackgroundRun) graphql.Marshaler {
+			return ec.marshalNBackgroundRun2ᚖpluginhostᚋgraphᚐBackgroundRun(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BackgroundRunEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BackgroundRunEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BackgroundRun(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Capability_id(ctx context.Context, field graphql.CollectedField, obj *Capability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capability_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Capability_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capability", field, true, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Capability_manifestId(ctx context.Context, field graphql.CollectedField, obj *Capability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Capability_manifestId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ManifestID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Capability_manifestId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Capability", field, true, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Capability_kind(ctx context.Context, field graphql.CollectedField, obj *Capability) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5482,7 +6495,7 @@ func (ec *executionContext) fieldContext_Capability_kind(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Capability", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Capability_description(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+func (ec *executionContext) _Capability_description(ctx context.Context, field graphql.CollectedField, obj *Capability) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5505,7 +6518,7 @@ func (ec *executionContext) fieldContext_Capability_description(_ context.Contex
 	return graphql.NewScalarFieldContext("Capability", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Capability_inputSchema(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+func (ec *executionContext) _Capability_inputSchema(ctx context.Context, field graphql.CollectedField, obj *Capability) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5528,7 +6541,7 @@ func (ec *executionContext) fieldContext_Capability_inputSchema(_ context.Contex
 	return graphql.NewScalarFieldContext("Capability", field, true, true, errors.New("field of type JSON does not have child fields"))
 }
 
-func (ec *executionContext) _Capability_outputSchema(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+func (ec *executionContext) _Capability_outputSchema(ctx context.Context, field graphql.CollectedField, obj *Capability) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5551,7 +6564,7 @@ func (ec *executionContext) fieldContext_Capability_outputSchema(_ context.Conte
 	return graphql.NewScalarFieldContext("Capability", field, true, true, errors.New("field of type JSON does not have child fields"))
 }
 
-func (ec *executionContext) _Capability_runnable(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+func (ec *executionContext) _Capability_runnable(ctx context.Context, field graphql.CollectedField, obj *Capability) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5574,7 +6587,7 @@ func (ec *executionContext) fieldContext_Capability_runnable(_ context.Context, 
 	return graphql.NewScalarFieldContext("Capability", field, true, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _Capability_scheduleSeconds(ctx context.Context, field graphql.CollectedField, obj *models.Capability) (ret graphql.Marshaler) {
+func (ec *executionContext) _Capability_scheduleSeconds(ctx context.Context, field graphql.CollectedField, obj *Capability) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5597,7 +6610,7 @@ func (ec *executionContext) fieldContext_Capability_scheduleSeconds(_ context.Co
 	return graphql.NewScalarFieldContext("Capability", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _Connection_id(ctx context.Context, field graphql.CollectedField, obj *connections.Status) (ret graphql.Marshaler) {
+func (ec *executionContext) _Connection_id(ctx context.Context, field graphql.CollectedField, obj *Connection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5606,7 +6619,30 @@ func (ec *executionContext) _Connection_id(ctx context.Context, field graphql.Co
 			return ec.fieldContext_Connection_id(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, true, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Connection_manifestId(ctx context.Context, field graphql.CollectedField, obj *Connection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_manifestId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ManifestID(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -5616,11 +6652,11 @@ func (ec *executionContext) _Connection_id(ctx context.Context, field graphql.Co
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Connection_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Connection", field, false, false, errors.New("field of type String does not have child fields"))
+func (ec *executionContext) fieldContext_Connection_manifestId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Connection_label(ctx context.Context, field graphql.CollectedField, obj *connections.Status) (ret graphql.Marshaler) {
+func (ec *executionContext) _Connection_label(ctx context.Context, field graphql.CollectedField, obj *Connection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5643,7 +6679,7 @@ func (ec *executionContext) fieldContext_Connection_label(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Connection", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Connection_kind(ctx context.Context, field graphql.CollectedField, obj *connections.Status) (ret graphql.Marshaler) {
+func (ec *executionContext) _Connection_kind(ctx context.Context, field graphql.CollectedField, obj *Connection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5666,7 +6702,7 @@ func (ec *executionContext) fieldContext_Connection_kind(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Connection", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Connection_connected(ctx context.Context, field graphql.CollectedField, obj *connections.Status) (ret graphql.Marshaler) {
+func (ec *executionContext) _Connection_connected(ctx context.Context, field graphql.CollectedField, obj *Connection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5689,7 +6725,7 @@ func (ec *executionContext) fieldContext_Connection_connected(_ context.Context,
 	return graphql.NewScalarFieldContext("Connection", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _Connection_account(ctx context.Context, field graphql.CollectedField, obj *connections.Status) (ret graphql.Marshaler) {
+func (ec *executionContext) _Connection_account(ctx context.Context, field graphql.CollectedField, obj *Connection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5712,7 +6748,7 @@ func (ec *executionContext) fieldContext_Connection_account(_ context.Context, f
 	return graphql.NewScalarFieldContext("Connection", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Connection_expiresAt(ctx context.Context, field graphql.CollectedField, obj *connections.Status) (ret graphql.Marshaler) {
+func (ec *executionContext) _Connection_expiresAt(ctx context.Context, field graphql.CollectedField, obj *Connection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5905,7 +6941,7 @@ func (ec *executionContext) fieldContext_Evidence_revision(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _Extension_id(ctx context.Context, field graphql.CollectedField, obj *models.ExtensionConfig) (ret graphql.Marshaler) {
+func (ec *executionContext) _Extension_id(ctx context.Context, field graphql.CollectedField, obj *Extension) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5914,7 +6950,30 @@ func (ec *executionContext) _Extension_id(ctx context.Context, field graphql.Col
 			return ec.fieldContext_Extension_id(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Extension_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Extension", field, true, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Extension_manifestId(ctx context.Context, field graphql.CollectedField, obj *Extension) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Extension_manifestId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ManifestID(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -5924,11 +6983,11 @@ func (ec *executionContext) _Extension_id(ctx context.Context, field graphql.Col
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Extension_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Extension", field, false, false, errors.New("field of type String does not have child fields"))
+func (ec *executionContext) fieldContext_Extension_manifestId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Extension", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Extension_point(ctx context.Context, field graphql.CollectedField, obj *models.ExtensionConfig) (ret graphql.Marshaler) {
+func (ec *executionContext) _Extension_point(ctx context.Context, field graphql.CollectedField, obj *Extension) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5951,7 +7010,7 @@ func (ec *executionContext) fieldContext_Extension_point(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Extension", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Extension_placement(ctx context.Context, field graphql.CollectedField, obj *models.ExtensionConfig) (ret graphql.Marshaler) {
+func (ec *executionContext) _Extension_placement(ctx context.Context, field graphql.CollectedField, obj *Extension) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5974,7 +7033,7 @@ func (ec *executionContext) fieldContext_Extension_placement(_ context.Context, 
 	return graphql.NewScalarFieldContext("Extension", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Extension_icon(ctx context.Context, field graphql.CollectedField, obj *models.ExtensionConfig) (ret graphql.Marshaler) {
+func (ec *executionContext) _Extension_icon(ctx context.Context, field graphql.CollectedField, obj *Extension) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5997,7 +7056,7 @@ func (ec *executionContext) fieldContext_Extension_icon(_ context.Context, field
 	return graphql.NewScalarFieldContext("Extension", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
-func (ec *executionContext) _Extension_description(ctx context.Context, field graphql.CollectedField, obj *models.ExtensionConfig) (ret graphql.Marshaler) {
+func (ec *executionContext) _Extension_description(ctx context.Context, field graphql.CollectedField, obj *Extension) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6020,7 +7079,7 @@ func (ec *executionContext) fieldContext_Extension_description(_ context.Context
 	return graphql.NewScalarFieldContext("Extension", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Extension_config(ctx context.Context, field graphql.CollectedField, obj *models.ExtensionConfig) (ret graphql.Marshaler) {
+func (ec *executionContext) _Extension_config(ctx context.Context, field graphql.CollectedField, obj *Extension) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6119,6 +7178,29 @@ func (ec *executionContext) fieldContext_ExtensionResult_evidence(_ context.Cont
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _FetchRecord_id(ctx context.Context, field graphql.CollectedField, obj *storage.FetchRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecord_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.FetchRecord().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecord_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FetchRecord", field, true, true, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _FetchRecord_capability(ctx context.Context, field graphql.CollectedField, obj *storage.FetchRecord) (ret graphql.Marshaler) {
@@ -6349,6 +7431,157 @@ func (ec *executionContext) _FetchRecord_at(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_FetchRecord_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FetchRecord", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FetchRecordConnection_edges(ctx context.Context, field graphql.CollectedField, obj *models.Page[*storage.FetchRecord]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecordConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []models.Edge[*storage.FetchRecord]) graphql.Marshaler {
+			return ec.marshalNFetchRecordEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecordConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FetchRecordConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FetchRecordEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FetchRecordConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *models.Page[*storage.FetchRecord]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecordConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*storage.FetchRecord) graphql.Marshaler {
+			return ec.marshalNFetchRecord2ᚕᚖpluginhostᚋstorageᚐFetchRecordᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecordConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FetchRecordConnection",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FetchRecord(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FetchRecordConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *models.Page[*storage.FetchRecord]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecordConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2pluginhostᚋmodelsᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecordConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FetchRecordConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FetchRecordEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*storage.FetchRecord]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecordEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecordEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FetchRecordEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _FetchRecordEdge_node(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*storage.FetchRecord]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FetchRecordEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *storage.FetchRecord) graphql.Marshaler {
+			return ec.marshalNFetchRecord2ᚖpluginhostᚋstorageᚐFetchRecord(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FetchRecordEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FetchRecordEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FetchRecord(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _HostInfo_version(ctx context.Context, field graphql.CollectedField, obj *HostInfo) (ret graphql.Marshaler) {
@@ -6772,8 +8005,8 @@ func (ec *executionContext) _Installation_extensions(ctx context.Context, field 
 			return ec.Resolvers.Installation().Extensions(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*models.ExtensionConfig) graphql.Marshaler {
-			return ec.marshalNExtension2ᚕᚖpluginhostᚋmodelsᚐExtensionConfigᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*Extension) graphql.Marshaler {
+			return ec.marshalNExtension2ᚕᚖpluginhostᚋgraphᚐExtensionᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6804,8 +8037,8 @@ func (ec *executionContext) _Installation_capabilities(ctx context.Context, fiel
 			return ec.Resolvers.Installation().Capabilities(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*models.Capability) graphql.Marshaler {
-			return ec.marshalNCapability2ᚕᚖpluginhostᚋmodelsᚐCapabilityᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*Capability) graphql.Marshaler {
+			return ec.marshalNCapability2ᚕᚖpluginhostᚋgraphᚐCapabilityᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7035,25 +8268,37 @@ func (ec *executionContext) _Instance_backgroundRuns(ctx context.Context, field 
 			return ec.fieldContext_Instance_backgroundRuns(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Instance().BackgroundRuns(ctx, obj)
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Instance().BackgroundRuns(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*BackgroundRun) graphql.Marshaler {
-			return ec.marshalNBackgroundRun2ᚕᚖpluginhostᚋgraphᚐBackgroundRunᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *models.Page[*BackgroundRun]) graphql.Marshaler {
+			return ec.marshalNBackgroundRunConnection2ᚖpluginhostᚋmodelsᚐPage(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Instance_backgroundRuns(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Instance_backgroundRuns(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Instance",
 		Field:      field,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_BackgroundRun(ctx, field)
+			return ec.childFields_BackgroundRunConnection(ctx, field)
 		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Instance_backgroundRuns_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -7070,8 +8315,8 @@ func (ec *executionContext) _Instance_connections(ctx context.Context, field gra
 			return ec.Resolvers.Instance().Connections(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*connections.Status) graphql.Marshaler {
-			return ec.marshalNConnection2ᚕᚖpluginhostᚋconnectionsᚐStatusᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*Connection) graphql.Marshaler {
+			return ec.marshalNConnection2ᚕᚖpluginhostᚋgraphᚐConnectionᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7100,11 +8345,11 @@ func (ec *executionContext) _Instance_fetches(ctx context.Context, field graphql
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Instance().Fetches(ctx, obj, fc.Args["limit"].(*int))
+			return ec.Resolvers.Instance().Fetches(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*storage.FetchRecord) graphql.Marshaler {
-			return ec.marshalNFetchRecord2ᚕᚖpluginhostᚋstorageᚐFetchRecordᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *models.Page[*storage.FetchRecord]) graphql.Marshaler {
+			return ec.marshalNFetchRecordConnection2ᚖpluginhostᚋmodelsᚐPage(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7117,7 +8362,7 @@ func (ec *executionContext) fieldContext_Instance_fetches(ctx context.Context, f
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_FetchRecord(ctx, field)
+			return ec.childFields_FetchRecordConnection(ctx, field)
 		},
 	}
 	defer func() {
@@ -7434,8 +8679,8 @@ func (ec *executionContext) _Mutation_connectApiKey(ctx context.Context, field g
 			return ec.Resolvers.Mutation().ConnectAPIKey(ctx, fc.Args["instanceId"].(string), fc.Args["connection"].(string), fc.Args["key"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *connections.Status) graphql.Marshaler {
-			return ec.marshalNConnection2ᚖpluginhostᚋconnectionsᚐStatus(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *Connection) graphql.Marshaler {
+			return ec.marshalNConnection2ᚖpluginhostᚋgraphᚐConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8534,13 +9779,36 @@ func (ec *executionContext) _Namespace_id(ctx context.Context, field graphql.Col
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNID2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_Namespace_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Namespace", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Namespace_manifestId(ctx context.Context, field graphql.CollectedField, obj *Namespace) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Namespace_manifestId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ManifestID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Namespace_manifestId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Namespace", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -8875,11 +10143,11 @@ func (ec *executionContext) _Notification_actions(ctx context.Context, field gra
 			return ec.fieldContext_Notification_actions(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Actions, nil
+			return ec.Resolvers.Notification().Actions(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []notify.Action) graphql.Marshaler {
-			return ec.marshalNNotificationAction2ᚕpluginhostᚋnotifyᚐActionᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*NotificationAction) graphql.Marshaler {
+			return ec.marshalNNotificationAction2ᚕᚖpluginhostᚋgraphᚐNotificationActionᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8889,8 +10157,8 @@ func (ec *executionContext) fieldContext_Notification_actions(_ context.Context,
 	fc = &graphql.FieldContext{
 		Object:     "Notification",
 		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
+		IsMethod:   true,
+		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_NotificationAction(ctx, field)
 		},
@@ -8944,7 +10212,7 @@ func (ec *executionContext) fieldContext_Notification_createdAt(_ context.Contex
 	return graphql.NewScalarFieldContext("Notification", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationAction_id(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationAction_id(ctx context.Context, field graphql.CollectedField, obj *NotificationAction) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8953,7 +10221,30 @@ func (ec *executionContext) _NotificationAction_id(ctx context.Context, field gr
 			return ec.fieldContext_NotificationAction_id(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationAction_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationAction", field, true, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationAction_actionId(ctx context.Context, field graphql.CollectedField, obj *NotificationAction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationAction_actionId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ActionID(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -8963,11 +10254,11 @@ func (ec *executionContext) _NotificationAction_id(ctx context.Context, field gr
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_NotificationAction_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NotificationAction", field, false, false, errors.New("field of type String does not have child fields"))
+func (ec *executionContext) fieldContext_NotificationAction_actionId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationAction", field, true, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationAction_label(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationAction_label(ctx context.Context, field graphql.CollectedField, obj *NotificationAction) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8990,7 +10281,7 @@ func (ec *executionContext) fieldContext_NotificationAction_label(_ context.Cont
 	return graphql.NewScalarFieldContext("NotificationAction", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationAction_type(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationAction_type(ctx context.Context, field graphql.CollectedField, obj *NotificationAction) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9013,7 +10304,7 @@ func (ec *executionContext) fieldContext_NotificationAction_type(_ context.Conte
 	return graphql.NewScalarFieldContext("NotificationAction", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationAction_extension(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationAction_extension(ctx context.Context, field graphql.CollectedField, obj *NotificationAction) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9036,7 +10327,7 @@ func (ec *executionContext) fieldContext_NotificationAction_extension(_ context.
 	return graphql.NewScalarFieldContext("NotificationAction", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationAction_parameters(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationAction_parameters(ctx context.Context, field graphql.CollectedField, obj *NotificationAction) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9059,7 +10350,7 @@ func (ec *executionContext) fieldContext_NotificationAction_parameters(_ context
 	return graphql.NewScalarFieldContext("NotificationAction", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationAction_capability(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationAction_capability(ctx context.Context, field graphql.CollectedField, obj *NotificationAction) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9082,7 +10373,7 @@ func (ec *executionContext) fieldContext_NotificationAction_capability(_ context
 	return graphql.NewScalarFieldContext("NotificationAction", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationAction_arguments(ctx context.Context, field graphql.CollectedField, obj *notify.Action) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationAction_arguments(ctx context.Context, field graphql.CollectedField, obj *NotificationAction) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9229,30 +10520,62 @@ func (ec *executionContext) fieldContext_NotificationActionResult_parameters(_ c
 	return graphql.NewScalarFieldContext("NotificationActionResult", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationPage_notifications(ctx context.Context, field graphql.CollectedField, obj *notify.Page) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationConnection_edges(ctx context.Context, field graphql.CollectedField, obj *models.Page[*notify.Notification]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_NotificationPage_notifications(ctx, field)
+			return ec.fieldContext_NotificationConnection_edges(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Notifications, nil
+			return obj.Edges, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []notify.Notification) graphql.Marshaler {
-			return ec.marshalNNotification2ᚕpluginhostᚋnotifyᚐNotificationᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []models.Edge[*notify.Notification]) graphql.Marshaler {
+			return ec.marshalNNotificationEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_NotificationPage_notifications(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_NotificationConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
-		Object:     "NotificationPage",
+		Object:     "NotificationConnection",
 		Field:      field,
 		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NotificationConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *models.Page[*notify.Notification]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*notify.Notification) graphql.Marshaler {
+			return ec.marshalNNotification2ᚕᚖpluginhostᚋnotifyᚐNotificationᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NotificationConnection",
+		Field:      field,
+		IsMethod:   true,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Notification(ctx, field)
@@ -9261,16 +10584,48 @@ func (ec *executionContext) fieldContext_NotificationPage_notifications(_ contex
 	return fc, nil
 }
 
-func (ec *executionContext) _NotificationPage_unread(ctx context.Context, field graphql.CollectedField, obj *notify.Page) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *models.Page[*notify.Notification]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_NotificationPage_unread(ctx, field)
+			return ec.fieldContext_NotificationConnection_pageInfo(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Unread, nil
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2pluginhostᚋmodelsᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NotificationConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NotificationConnection_unread(ctx context.Context, field graphql.CollectedField, obj *models.Page[*notify.Notification]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationConnection_unread(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NotificationConnection().Unread(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
@@ -9280,31 +10635,63 @@ func (ec *executionContext) _NotificationPage_unread(ctx context.Context, field 
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_NotificationPage_unread(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NotificationPage", field, false, false, errors.New("field of type Int does not have child fields"))
+func (ec *executionContext) fieldContext_NotificationConnection_unread(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationConnection", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationPage_hasMore(ctx context.Context, field graphql.CollectedField, obj *notify.Page) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*notify.Notification]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_NotificationPage_hasMore(ctx, field)
+			return ec.fieldContext_NotificationEdge_cursor(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.HasMore, nil
+			return obj.Cursor, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_NotificationPage_hasMore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NotificationPage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+func (ec *executionContext) fieldContext_NotificationEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationEdge_node(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*notify.Notification]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *notify.Notification) graphql.Marshaler {
+			return ec.marshalNNotification2ᚖpluginhostᚋnotifyᚐNotification(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NotificationEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Notification(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _OAuthStart_authorizationUrl(ctx context.Context, field graphql.CollectedField, obj *OAuthStart) (ret graphql.Marshaler) {
@@ -9330,7 +10717,7 @@ func (ec *executionContext) fieldContext_OAuthStart_authorizationUrl(_ context.C
 	return graphql.NewScalarFieldContext("OAuthStart", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *PageInfo) (ret graphql.Marshaler) {
+func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *models.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9353,7 +10740,53 @@ func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context,
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *PageInfo) (ret graphql.Marshaler) {
+func (ec *executionContext) _PageInfo_hasPreviousPage(ctx context.Context, field graphql.CollectedField, obj *models.PageInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageInfo_hasPreviousPage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HasPreviousPage, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PageInfo_hasPreviousPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _PageInfo_startCursor(ctx context.Context, field graphql.CollectedField, obj *models.PageInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageInfo_startCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartCursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PageInfo_startCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *models.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9500,6 +10933,50 @@ func (ec *executionContext) fieldContext_Query_viewer(_ context.Context, field g
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Node(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.Node) graphql.Marshaler {
+			return ec.marshalONode2pluginhostᚋmodelsᚐNode(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_node(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("FieldContext.Child cannot be called on type INTERFACE")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_node_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_validateManifest(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9601,8 +11078,8 @@ func (ec *executionContext) _Query_users(ctx context.Context, field graphql.Coll
 			return ec.Resolvers.Query().Users(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *UserConnection) graphql.Marshaler {
-			return ec.marshalNUserConnection2ᚖpluginhostᚋgraphᚐUserConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *models.Page[*models.User]) graphql.Marshaler {
+			return ec.marshalNUserConnection2ᚖpluginhostᚋmodelsᚐPage(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9642,11 +11119,11 @@ func (ec *executionContext) _Query_accessTokens(ctx context.Context, field graph
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().AccessTokens(ctx, fc.Args["user"].(string))
+			return ec.Resolvers.Query().AccessTokens(ctx, fc.Args["user"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*AccessToken) graphql.Marshaler {
-			return ec.marshalNAccessToken2ᚕᚖpluginhostᚋgraphᚐAccessTokenᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *models.Page[*AccessToken]) graphql.Marshaler {
+			return ec.marshalNAccessTokenConnection2ᚖpluginhostᚋmodelsᚐPage(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9659,7 +11136,7 @@ func (ec *executionContext) fieldContext_Query_accessTokens(ctx context.Context,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_AccessToken(ctx, field)
+			return ec.childFields_AccessTokenConnection(ctx, field)
 		},
 	}
 	defer func() {
@@ -9718,11 +11195,11 @@ func (ec *executionContext) _Query_storageAudit(ctx context.Context, field graph
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().StorageAudit(ctx, fc.Args["instanceId"].(*string), fc.Args["actor"].(*string), fc.Args["limit"].(*int), fc.Args["cursor"].(*string))
+			return ec.Resolvers.Query().StorageAudit(ctx, fc.Args["instanceId"].(*string), fc.Args["actor"].(*string), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *AuditPage) graphql.Marshaler {
-			return ec.marshalNAuditPage2ᚖpluginhostᚋgraphᚐAuditPage(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *models.Page[*AuditEntry]) graphql.Marshaler {
+			return ec.marshalNAuditEntryConnection2ᚖpluginhostᚋmodelsᚐPage(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9735,7 +11212,7 @@ func (ec *executionContext) fieldContext_Query_storageAudit(ctx context.Context,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_AuditPage(ctx, field)
+			return ec.childFields_AuditEntryConnection(ctx, field)
 		},
 	}
 	defer func() {
@@ -9870,11 +11347,11 @@ func (ec *executionContext) _Query_renderedResponses(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().RenderedResponses(ctx, fc.Args["first"].(*int))
+			return ec.Resolvers.Query().RenderedResponses(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*models.RenderedResponse) graphql.Marshaler {
-			return ec.marshalNRenderedResponse2ᚕᚖpluginhostᚋmodelsᚐRenderedResponseᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *models.Page[*models.RenderedResponse]) graphql.Marshaler {
+			return ec.marshalNRenderedResponseConnection2ᚖpluginhostᚋmodelsᚐPage(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9887,7 +11364,7 @@ func (ec *executionContext) fieldContext_Query_renderedResponses(ctx context.Con
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_RenderedResponse(ctx, field)
+			return ec.childFields_RenderedResponseConnection(ctx, field)
 		},
 	}
 	defer func() {
@@ -9917,8 +11394,8 @@ func (ec *executionContext) _Query_notifications(ctx context.Context, field grap
 			return ec.Resolvers.Query().Notifications(ctx, fc.Args["unreadOnly"].(*bool), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *notify.Page) graphql.Marshaler {
-			return ec.marshalNNotificationPage2ᚖpluginhostᚋnotifyᚐPage(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *models.Page[*notify.Notification]) graphql.Marshaler {
+			return ec.marshalNNotificationConnection2ᚖpluginhostᚋmodelsᚐPage(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9931,7 +11408,7 @@ func (ec *executionContext) fieldContext_Query_notifications(ctx context.Context
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_NotificationPage(ctx, field)
+			return ec.childFields_NotificationConnection(ctx, field)
 		},
 	}
 	defer func() {
@@ -10034,11 +11511,11 @@ func (ec *executionContext) _Query_savedEntities(ctx context.Context, field grap
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().SavedEntities(ctx, fc.Args["instanceId"].(string), fc.Args["favoritesOnly"].(*bool), fc.Args["limit"].(*int), fc.Args["cursor"].(*string))
+			return ec.Resolvers.Query().SavedEntities(ctx, fc.Args["instanceId"].(string), fc.Args["favoritesOnly"].(*bool), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *SavedEntityPage) graphql.Marshaler {
-			return ec.marshalNSavedEntityPage2ᚖpluginhostᚋgraphᚐSavedEntityPage(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *models.Page[*SavedEntity]) graphql.Marshaler {
+			return ec.marshalNSavedEntityConnection2ᚖpluginhostᚋmodelsᚐPage(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10051,7 +11528,7 @@ func (ec *executionContext) fieldContext_Query_savedEntities(ctx context.Context
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_SavedEntityPage(ctx, field)
+			return ec.childFields_SavedEntityConnection(ctx, field)
 		},
 	}
 	defer func() {
@@ -10320,6 +11797,29 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _RenderedResponse_id(ctx context.Context, field graphql.CollectedField, obj *models.RenderedResponse) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RenderedResponse_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RenderedResponse().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RenderedResponse_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RenderedResponse", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _RenderedResponse_messageId(ctx context.Context, field graphql.CollectedField, obj *models.RenderedResponse) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10479,6 +11979,157 @@ func (ec *executionContext) _RenderedResponse_data(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_RenderedResponse_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RenderedResponse", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _RenderedResponseConnection_edges(ctx context.Context, field graphql.CollectedField, obj *models.Page[*models.RenderedResponse]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RenderedResponseConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []models.Edge[*models.RenderedResponse]) graphql.Marshaler {
+			return ec.marshalNRenderedResponseEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RenderedResponseConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RenderedResponseConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RenderedResponseEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RenderedResponseConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *models.Page[*models.RenderedResponse]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RenderedResponseConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*models.RenderedResponse) graphql.Marshaler {
+			return ec.marshalNRenderedResponse2ᚕᚖpluginhostᚋmodelsᚐRenderedResponseᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RenderedResponseConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RenderedResponseConnection",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RenderedResponse(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RenderedResponseConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *models.Page[*models.RenderedResponse]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RenderedResponseConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v models.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2pluginhostᚋmodelsᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RenderedResponseConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RenderedResponseConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RenderedResponseEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*models.RenderedResponse]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RenderedResponseEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RenderedResponseEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RenderedResponseEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _RenderedResponseEdge_node(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*models.RenderedResponse]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RenderedResponseEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *models.RenderedResponse) graphql.Marshaler {
+			return ec.marshalNRenderedResponse2ᚖpluginhostᚋmodelsᚐRenderedResponse(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RenderedResponseEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RenderedResponseEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RenderedResponse(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _ResponseCandidate_handle(ctx context.Context, field graphql.CollectedField, obj *models.ResponseCandidate) (ret graphql.Marshaler) {
@@ -10764,6 +12415,29 @@ func (ec *executionContext) _ResponseRender_data(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_ResponseRender_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ResponseRender", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntity_id(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntity_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntity_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _SavedEntity_key(ctx context.Context, field graphql.CollectedField, obj *SavedEntity) (ret graphql.Marshaler) {
@@ -11065,16 +12739,48 @@ func (ec *executionContext) fieldContext_SavedEntity_updatedAt(_ context.Context
 	return graphql.NewScalarFieldContext("SavedEntity", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _SavedEntityPage_items(ctx context.Context, field graphql.CollectedField, obj *SavedEntityPage) (ret graphql.Marshaler) {
+func (ec *executionContext) _SavedEntityConnection_edges(ctx context.Context, field graphql.CollectedField, obj *models.Page[*SavedEntity]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_SavedEntityPage_items(ctx, field)
+			return ec.fieldContext_SavedEntityConnection_edges(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Items, nil
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []models.Edge[*SavedEntity]) graphql.Marshaler {
+			return ec.marshalNSavedEntityEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntityConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SavedEntityConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SavedEntityEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SavedEntityConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *models.Page[*SavedEntity]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntityConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*SavedEntity) graphql.Marshaler {
@@ -11084,11 +12790,11 @@ func (ec *executionContext) _SavedEntityPage_items(ctx context.Context, field gr
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_SavedEntityPage_items(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_SavedEntityConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
-		Object:     "SavedEntityPage",
+		Object:     "SavedEntityConnection",
 		Field:      field,
-		IsMethod:   false,
+		IsMethod:   true,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_SavedEntity(ctx, field)
@@ -11097,50 +12803,91 @@ func (ec *executionContext) fieldContext_SavedEntityPage_items(_ context.Context
 	return fc, nil
 }
 
-func (ec *executionContext) _SavedEntityPage_hasMore(ctx context.Context, field graphql.CollectedField, obj *SavedEntityPage) (ret graphql.Marshaler) {
+func (ec *executionContext) _SavedEntityConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *models.Page[*SavedEntity]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_SavedEntityPage_hasMore(ctx, field)
+			return ec.fieldContext_SavedEntityConnection_pageInfo(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.HasMore, nil
+			return obj.PageInfo, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v models.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2pluginhostᚋmodelsᚐPageInfo(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_SavedEntityPage_hasMore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SavedEntityPage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+func (ec *executionContext) fieldContext_SavedEntityConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SavedEntityConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
-func (ec *executionContext) _SavedEntityPage_nextCursor(ctx context.Context, field graphql.CollectedField, obj *SavedEntityPage) (ret graphql.Marshaler) {
+func (ec *executionContext) _SavedEntityEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*SavedEntity]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_SavedEntityPage_nextCursor(ctx, field)
+			return ec.fieldContext_SavedEntityEdge_cursor(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.NextCursor, nil
+			return obj.Cursor, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
-func (ec *executionContext) fieldContext_SavedEntityPage_nextCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SavedEntityPage", field, false, false, errors.New("field of type String does not have child fields"))
+func (ec *executionContext) fieldContext_SavedEntityEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SavedEntityEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SavedEntityEdge_node(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*SavedEntity]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SavedEntityEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *SavedEntity) graphql.Marshaler {
+			return ec.marshalNSavedEntity2ᚖpluginhostᚋgraphᚐSavedEntity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SavedEntityEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SavedEntityEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SavedEntity(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _StorageChange_instanceId(ctx context.Context, field graphql.CollectedField, obj *models.StorageChange) (ret graphql.Marshaler) {
@@ -11412,6 +13159,29 @@ func (ec *executionContext) fieldContext_Subscription_notificationAdded(_ contex
 	return fc, nil
 }
 
+func (ec *executionContext) _UiConfig_id(ctx context.Context, field graphql.CollectedField, obj *models.UIConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UiConfig_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.UiConfig().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UiConfig_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UiConfig", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _UiConfig_instanceId(ctx context.Context, field graphql.CollectedField, obj *models.UIConfig) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11665,7 +13435,7 @@ func (ec *executionContext) fieldContext_User_subject(_ context.Context, field g
 	return graphql.NewScalarFieldContext("User", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _UserConnection_edges(ctx context.Context, field graphql.CollectedField, obj *UserConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserConnection_edges(ctx context.Context, field graphql.CollectedField, obj *models.Page[*models.User]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11677,8 +13447,8 @@ func (ec *executionContext) _UserConnection_edges(ctx context.Context, field gra
 			return obj.Edges, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*UserEdge) graphql.Marshaler {
-			return ec.marshalNUserEdge2ᚕᚖpluginhostᚋgraphᚐUserEdgeᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []models.Edge[*models.User]) graphql.Marshaler {
+			return ec.marshalNUserEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11697,7 +13467,7 @@ func (ec *executionContext) fieldContext_UserConnection_edges(_ context.Context,
 	return fc, nil
 }
 
-func (ec *executionContext) _UserConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *UserConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *models.Page[*models.User]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11706,7 +13476,7 @@ func (ec *executionContext) _UserConnection_nodes(ctx context.Context, field gra
 			return ec.fieldContext_UserConnection_nodes(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Nodes, nil
+			return obj.Nodes(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*models.User) graphql.Marshaler {
@@ -11720,7 +13490,7 @@ func (ec *executionContext) fieldContext_UserConnection_nodes(_ context.Context,
 	fc = &graphql.FieldContext{
 		Object:     "UserConnection",
 		Field:      field,
-		IsMethod:   false,
+		IsMethod:   true,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_User(ctx, field)
@@ -11729,7 +13499,7 @@ func (ec *executionContext) fieldContext_UserConnection_nodes(_ context.Context,
 	return fc, nil
 }
 
-func (ec *executionContext) _UserConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *UserConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *models.Page[*models.User]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11741,8 +13511,8 @@ func (ec *executionContext) _UserConnection_pageInfo(ctx context.Context, field 
 			return obj.PageInfo, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
-			return ec.marshalNPageInfo2ᚖpluginhostᚋgraphᚐPageInfo(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v models.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2pluginhostᚋmodelsᚐPageInfo(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11761,7 +13531,7 @@ func (ec *executionContext) fieldContext_UserConnection_pageInfo(_ context.Conte
 	return fc, nil
 }
 
-func (ec *executionContext) _UserEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *UserEdge) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*models.User]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11784,7 +13554,7 @@ func (ec *executionContext) fieldContext_UserEdge_cursor(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("UserEdge", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _UserEdge_node(ctx context.Context, field graphql.CollectedField, obj *UserEdge) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserEdge_node(ctx context.Context, field graphql.CollectedField, obj *models.Edge[*models.User]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -13052,11 +14822,143 @@ func (ec *executionContext) unmarshalInputSavedEntityInput(ctx context.Context, 
 
 // region    ************************** interface.gotpl ***************************
 
+func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj models.Node) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case models.User:
+		return ec._User(ctx, sel, &obj)
+	case *models.User:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._User(ctx, sel, obj)
+	case models.UIConfig:
+		return ec._UiConfig(ctx, sel, &obj)
+	case *models.UIConfig:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._UiConfig(ctx, sel, obj)
+	case SavedEntity:
+		return ec._SavedEntity(ctx, sel, &obj)
+	case *SavedEntity:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._SavedEntity(ctx, sel, obj)
+	case models.RenderedResponse:
+		return ec._RenderedResponse(ctx, sel, &obj)
+	case *models.RenderedResponse:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._RenderedResponse(ctx, sel, obj)
+	case NotificationAction:
+		return ec._NotificationAction(ctx, sel, &obj)
+	case *NotificationAction:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._NotificationAction(ctx, sel, obj)
+	case notify.Notification:
+		return ec._Notification(ctx, sel, &obj)
+	case *notify.Notification:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Notification(ctx, sel, obj)
+	case Namespace:
+		return ec._Namespace(ctx, sel, &obj)
+	case *Namespace:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Namespace(ctx, sel, obj)
+	case models.Instance:
+		return ec._Instance(ctx, sel, &obj)
+	case *models.Instance:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Instance(ctx, sel, obj)
+	case models.Installation:
+		return ec._Installation(ctx, sel, &obj)
+	case *models.Installation:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Installation(ctx, sel, obj)
+	case storage.FetchRecord:
+		return ec._FetchRecord(ctx, sel, &obj)
+	case *storage.FetchRecord:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._FetchRecord(ctx, sel, obj)
+	case Extension:
+		return ec._Extension(ctx, sel, &obj)
+	case *Extension:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Extension(ctx, sel, obj)
+	case Connection:
+		return ec._Connection(ctx, sel, &obj)
+	case *Connection:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Connection(ctx, sel, obj)
+	case Capability:
+		return ec._Capability(ctx, sel, &obj)
+	case *Capability:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Capability(ctx, sel, obj)
+	case BackgroundRun:
+		return ec._BackgroundRun(ctx, sel, &obj)
+	case *BackgroundRun:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._BackgroundRun(ctx, sel, obj)
+	case AuditEntry:
+		return ec._AuditEntry(ctx, sel, &obj)
+	case *AuditEntry:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._AuditEntry(ctx, sel, obj)
+	case AiNamespace:
+		return ec._AiNamespace(ctx, sel, &obj)
+	case *AiNamespace:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._AiNamespace(ctx, sel, obj)
+	case AccessToken:
+		return ec._AccessToken(ctx, sel, &obj)
+	case *AccessToken:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._AccessToken(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of Node must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
 
-var accessTokenImplementors = []string{"AccessToken"}
+var accessTokenImplementors = []string{"AccessToken", "Node"}
 
 func (ec *executionContext) _AccessToken(ctx context.Context, sel ast.SelectionSet, obj *AccessToken) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, accessTokenImplementors)
@@ -13129,7 +15031,98 @@ func (ec *executionContext) _AccessToken(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
-var aiNamespaceImplementors = []string{"AiNamespace"}
+var accessTokenConnectionImplementors = []string{"AccessTokenConnection"}
+
+func (ec *executionContext) _AccessTokenConnection(ctx context.Context, sel ast.SelectionSet, obj *models.Page[*AccessToken]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, accessTokenConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AccessTokenConnection")
+		case "edges":
+			out.Values[i] = ec._AccessTokenConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._AccessTokenConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._AccessTokenConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var accessTokenEdgeImplementors = []string{"AccessTokenEdge"}
+
+func (ec *executionContext) _AccessTokenEdge(ctx context.Context, sel ast.SelectionSet, obj *models.Edge[*AccessToken]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, accessTokenEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AccessTokenEdge")
+		case "cursor":
+			out.Values[i] = ec._AccessTokenEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._AccessTokenEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var aiNamespaceImplementors = []string{"AiNamespace", "Node"}
 
 func (ec *executionContext) _AiNamespace(ctx context.Context, sel ast.SelectionSet, obj *AiNamespace) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, aiNamespaceImplementors)
@@ -13143,6 +15136,11 @@ func (ec *executionContext) _AiNamespace(ctx context.Context, sel ast.SelectionS
 			out.Values[i] = graphql.MarshalString("AiNamespace")
 		case "id":
 			out.Values[i] = ec._AiNamespace_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "manifestId":
+			out.Values[i] = ec._AiNamespace_manifestId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -13225,7 +15223,7 @@ func (ec *executionContext) _AiTool(ctx context.Context, sel ast.SelectionSet, o
 	return out
 }
 
-var auditEntryImplementors = []string{"AuditEntry"}
+var auditEntryImplementors = []string{"AuditEntry", "Node"}
 
 func (ec *executionContext) _AuditEntry(ctx context.Context, sel ast.SelectionSet, obj *AuditEntry) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, auditEntryImplementors)
@@ -13323,10 +15321,10 @@ func (ec *executionContext) _AuditEntry(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
-var auditPageImplementors = []string{"AuditPage"}
+var auditEntryConnectionImplementors = []string{"AuditEntryConnection"}
 
-func (ec *executionContext) _AuditPage(ctx context.Context, sel ast.SelectionSet, obj *AuditPage) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, auditPageImplementors)
+func (ec *executionContext) _AuditEntryConnection(ctx context.Context, sel ast.SelectionSet, obj *models.Page[*AuditEntry]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditEntryConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -13334,20 +15332,20 @@ func (ec *executionContext) _AuditPage(ctx context.Context, sel ast.SelectionSet
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("AuditPage")
-		case "entries":
-			out.Values[i] = ec._AuditPage_entries(ctx, field, obj)
+			out.Values[i] = graphql.MarshalString("AuditEntryConnection")
+		case "edges":
+			out.Values[i] = ec._AuditEntryConnection_edges(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "hasMore":
-			out.Values[i] = ec._AuditPage_hasMore(ctx, field, obj)
+		case "nodes":
+			out.Values[i] = ec._AuditEntryConnection_nodes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "nextCursor":
-			out.Values[i] = ec._AuditPage_nextCursor(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+		case "pageInfo":
+			out.Values[i] = ec._AuditEntryConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -13371,7 +15369,50 @@ func (ec *executionContext) _AuditPage(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
-var backgroundRunImplementors = []string{"BackgroundRun"}
+var auditEntryEdgeImplementors = []string{"AuditEntryEdge"}
+
+func (ec *executionContext) _AuditEntryEdge(ctx context.Context, sel ast.SelectionSet, obj *models.Edge[*AuditEntry]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditEntryEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditEntryEdge")
+		case "cursor":
+			out.Values[i] = ec._AuditEntryEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._AuditEntryEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var backgroundRunImplementors = []string{"BackgroundRun", "Node"}
 
 func (ec *executionContext) _BackgroundRun(ctx context.Context, sel ast.SelectionSet, obj *BackgroundRun) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, backgroundRunImplementors)
@@ -13383,6 +15424,11 @@ func (ec *executionContext) _BackgroundRun(ctx context.Context, sel ast.Selectio
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("BackgroundRun")
+		case "id":
+			out.Values[i] = ec._BackgroundRun_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "capability":
 			out.Values[i] = ec._BackgroundRun_capability(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -13439,9 +15485,100 @@ func (ec *executionContext) _BackgroundRun(ctx context.Context, sel ast.Selectio
 	return out
 }
 
-var capabilityImplementors = []string{"Capability"}
+var backgroundRunConnectionImplementors = []string{"BackgroundRunConnection"}
 
-func (ec *executionContext) _Capability(ctx context.Context, sel ast.SelectionSet, obj *models.Capability) graphql.Marshaler {
+func (ec *executionContext) _BackgroundRunConnection(ctx context.Context, sel ast.SelectionSet, obj *models.Page[*BackgroundRun]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, backgroundRunConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BackgroundRunConnection")
+		case "edges":
+			out.Values[i] = ec._BackgroundRunConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._BackgroundRunConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._BackgroundRunConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var backgroundRunEdgeImplementors = []string{"BackgroundRunEdge"}
+
+func (ec *executionContext) _BackgroundRunEdge(ctx context.Context, sel ast.SelectionSet, obj *models.Edge[*BackgroundRun]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, backgroundRunEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BackgroundRunEdge")
+		case "cursor":
+			out.Values[i] = ec._BackgroundRunEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._BackgroundRunEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var capabilityImplementors = []string{"Capability", "Node"}
+
+func (ec *executionContext) _Capability(ctx context.Context, sel ast.SelectionSet, obj *Capability) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, capabilityImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -13453,6 +15590,11 @@ func (ec *executionContext) _Capability(ctx context.Context, sel ast.SelectionSe
 			out.Values[i] = graphql.MarshalString("Capability")
 		case "id":
 			out.Values[i] = ec._Capability_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "manifestId":
+			out.Values[i] = ec._Capability_manifestId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -13606,9 +15748,9 @@ func (ec *executionContext) _Capability(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
-var connectionImplementors = []string{"Connection"}
+var connectionImplementors = []string{"Connection", "Node"}
 
-func (ec *executionContext) _Connection(ctx context.Context, sel ast.SelectionSet, obj *connections.Status) graphql.Marshaler {
+func (ec *executionContext) _Connection(ctx context.Context, sel ast.SelectionSet, obj *Connection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, connectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -13620,6 +15762,11 @@ func (ec *executionContext) _Connection(ctx context.Context, sel ast.SelectionSe
 			out.Values[i] = graphql.MarshalString("Connection")
 		case "id":
 			out.Values[i] = ec._Connection_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "manifestId":
+			out.Values[i] = ec._Connection_manifestId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -13803,9 +15950,9 @@ func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
-var extensionImplementors = []string{"Extension"}
+var extensionImplementors = []string{"Extension", "Node"}
 
-func (ec *executionContext) _Extension(ctx context.Context, sel ast.SelectionSet, obj *models.ExtensionConfig) graphql.Marshaler {
+func (ec *executionContext) _Extension(ctx context.Context, sel ast.SelectionSet, obj *Extension) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, extensionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -13817,6 +15964,11 @@ func (ec *executionContext) _Extension(ctx context.Context, sel ast.SelectionSet
 			out.Values[i] = graphql.MarshalString("Extension")
 		case "id":
 			out.Values[i] = ec._Extension_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "manifestId":
+			out.Values[i] = ec._Extension_manifestId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -13914,7 +16066,7 @@ func (ec *executionContext) _ExtensionResult(ctx context.Context, sel ast.Select
 	return out
 }
 
-var fetchRecordImplementors = []string{"FetchRecord"}
+var fetchRecordImplementors = []string{"FetchRecord", "Node"}
 
 func (ec *executionContext) _FetchRecord(ctx context.Context, sel ast.SelectionSet, obj *storage.FetchRecord) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, fetchRecordImplementors)
@@ -13926,6 +16078,44 @@ func (ec *executionContext) _FetchRecord(ctx context.Context, sel ast.SelectionS
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("FetchRecord")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._FetchRecord_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "capability":
 			out.Values[i] = ec._FetchRecord_capability(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -14096,6 +16286,97 @@ func (ec *executionContext) _FetchRecord(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var fetchRecordConnectionImplementors = []string{"FetchRecordConnection"}
+
+func (ec *executionContext) _FetchRecordConnection(ctx context.Context, sel ast.SelectionSet, obj *models.Page[*storage.FetchRecord]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fetchRecordConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FetchRecordConnection")
+		case "edges":
+			out.Values[i] = ec._FetchRecordConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._FetchRecordConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._FetchRecordConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var fetchRecordEdgeImplementors = []string{"FetchRecordEdge"}
+
+func (ec *executionContext) _FetchRecordEdge(ctx context.Context, sel ast.SelectionSet, obj *models.Edge[*storage.FetchRecord]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fetchRecordEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FetchRecordEdge")
+		case "cursor":
+			out.Values[i] = ec._FetchRecordEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._FetchRecordEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var hostInfoImplementors = []string{"HostInfo"}
 
 func (ec *executionContext) _HostInfo(ctx context.Context, sel ast.SelectionSet, obj *HostInfo) graphql.Marshaler {
@@ -14139,7 +16420,7 @@ func (ec *executionContext) _HostInfo(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
-var installationImplementors = []string{"Installation"}
+var installationImplementors = []string{"Installation", "Node"}
 
 func (ec *executionContext) _Installation(ctx context.Context, sel ast.SelectionSet, obj *models.Installation) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, installationImplementors)
@@ -14488,7 +16769,7 @@ func (ec *executionContext) _Installation(ctx context.Context, sel ast.Selection
 	return out
 }
 
-var instanceImplementors = []string{"Instance"}
+var instanceImplementors = []string{"Instance", "Node"}
 
 func (ec *executionContext) _Instance(ctx context.Context, sel ast.SelectionSet, obj *models.Instance) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, instanceImplementors)
@@ -15037,7 +17318,7 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 	return out
 }
 
-var namespaceImplementors = []string{"Namespace"}
+var namespaceImplementors = []string{"Namespace", "Node"}
 
 func (ec *executionContext) _Namespace(ctx context.Context, sel ast.SelectionSet, obj *Namespace) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, namespaceImplementors)
@@ -15051,6 +17332,11 @@ func (ec *executionContext) _Namespace(ctx context.Context, sel ast.SelectionSet
 			out.Values[i] = graphql.MarshalString("Namespace")
 		case "id":
 			out.Values[i] = ec._Namespace_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "manifestId":
+			out.Values[i] = ec._Namespace_manifestId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -15138,7 +17424,7 @@ func (ec *executionContext) _NamespaceUsage(ctx context.Context, sel ast.Selecti
 	return out
 }
 
-var notificationImplementors = []string{"Notification"}
+var notificationImplementors = []string{"Notification", "Node"}
 
 func (ec *executionContext) _Notification(ctx context.Context, sel ast.SelectionSet, obj *notify.Notification) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, notificationImplementors)
@@ -15191,10 +17477,43 @@ func (ec *executionContext) _Notification(ctx context.Context, sel ast.Selection
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "actions":
-			out.Values[i] = ec._Notification_actions(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Notification_actions(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "read":
 			out.Values[i] = ec._Notification_read(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -15259,9 +17578,9 @@ func (ec *executionContext) _Notification(ctx context.Context, sel ast.Selection
 	return out
 }
 
-var notificationActionImplementors = []string{"NotificationAction"}
+var notificationActionImplementors = []string{"NotificationAction", "Node"}
 
-func (ec *executionContext) _NotificationAction(ctx context.Context, sel ast.SelectionSet, obj *notify.Action) graphql.Marshaler {
+func (ec *executionContext) _NotificationAction(ctx context.Context, sel ast.SelectionSet, obj *NotificationAction) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, notificationActionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -15273,6 +17592,11 @@ func (ec *executionContext) _NotificationAction(ctx context.Context, sel ast.Sel
 			out.Values[i] = graphql.MarshalString("NotificationAction")
 		case "id":
 			out.Values[i] = ec._NotificationAction_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "actionId":
+			out.Values[i] = ec._NotificationAction_actionId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -15385,10 +17709,10 @@ func (ec *executionContext) _NotificationActionResult(ctx context.Context, sel a
 	return out
 }
 
-var notificationPageImplementors = []string{"NotificationPage"}
+var notificationConnectionImplementors = []string{"NotificationConnection"}
 
-func (ec *executionContext) _NotificationPage(ctx context.Context, sel ast.SelectionSet, obj *notify.Page) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, notificationPageImplementors)
+func (ec *executionContext) _NotificationConnection(ctx context.Context, sel ast.SelectionSet, obj *models.Page[*notify.Notification]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, notificationConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -15396,19 +17720,100 @@ func (ec *executionContext) _NotificationPage(ctx context.Context, sel ast.Selec
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("NotificationPage")
-		case "notifications":
-			out.Values[i] = ec._NotificationPage_notifications(ctx, field, obj)
+			out.Values[i] = graphql.MarshalString("NotificationConnection")
+		case "edges":
+			out.Values[i] = ec._NotificationConnection_edges(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "nodes":
+			out.Values[i] = ec._NotificationConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "pageInfo":
+			out.Values[i] = ec._NotificationConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "unread":
-			out.Values[i] = ec._NotificationPage_unread(ctx, field, obj)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._NotificationConnection_unread(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var notificationEdgeImplementors = []string{"NotificationEdge"}
+
+func (ec *executionContext) _NotificationEdge(ctx context.Context, sel ast.SelectionSet, obj *models.Edge[*notify.Notification]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, notificationEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NotificationEdge")
+		case "cursor":
+			out.Values[i] = ec._NotificationEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "hasMore":
-			out.Values[i] = ec._NotificationPage_hasMore(ctx, field, obj)
+		case "node":
+			out.Values[i] = ec._NotificationEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -15473,7 +17878,7 @@ func (ec *executionContext) _OAuthStart(ctx context.Context, sel ast.SelectionSe
 
 var pageInfoImplementors = []string{"PageInfo"}
 
-func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *PageInfo) graphql.Marshaler {
+func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *models.PageInfo) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, pageInfoImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -15486,6 +17891,16 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 		case "hasNextPage":
 			out.Values[i] = ec._PageInfo_hasNextPage(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hasPreviousPage":
+			out.Values[i] = ec._PageInfo_hasPreviousPage(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startCursor":
+			out.Values[i] = ec._PageInfo_startCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "endCursor":
@@ -15598,6 +18013,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_viewer(ctx, field)
 				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "node":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_node(ctx, field)
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -16040,7 +18477,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	return out
 }
 
-var renderedResponseImplementors = []string{"RenderedResponse"}
+var renderedResponseImplementors = []string{"RenderedResponse", "Node"}
 
 func (ec *executionContext) _RenderedResponse(ctx context.Context, sel ast.SelectionSet, obj *models.RenderedResponse) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, renderedResponseImplementors)
@@ -16052,6 +18489,44 @@ func (ec *executionContext) _RenderedResponse(ctx context.Context, sel ast.Selec
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("RenderedResponse")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._RenderedResponse_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "messageId":
 			out.Values[i] = ec._RenderedResponse_messageId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -16119,6 +18594,97 @@ func (ec *executionContext) _RenderedResponse(ctx context.Context, sel ast.Selec
 			out.Values[i] = ec._RenderedResponse_data(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var renderedResponseConnectionImplementors = []string{"RenderedResponseConnection"}
+
+func (ec *executionContext) _RenderedResponseConnection(ctx context.Context, sel ast.SelectionSet, obj *models.Page[*models.RenderedResponse]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, renderedResponseConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RenderedResponseConnection")
+		case "edges":
+			out.Values[i] = ec._RenderedResponseConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._RenderedResponseConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._RenderedResponseConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var renderedResponseEdgeImplementors = []string{"RenderedResponseEdge"}
+
+func (ec *executionContext) _RenderedResponseEdge(ctx context.Context, sel ast.SelectionSet, obj *models.Edge[*models.RenderedResponse]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, renderedResponseEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RenderedResponseEdge")
+		case "cursor":
+			out.Values[i] = ec._RenderedResponseEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._RenderedResponseEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -16267,7 +18833,7 @@ func (ec *executionContext) _ResponseRender(ctx context.Context, sel ast.Selecti
 	return out
 }
 
-var savedEntityImplementors = []string{"SavedEntity"}
+var savedEntityImplementors = []string{"SavedEntity", "Node"}
 
 func (ec *executionContext) _SavedEntity(ctx context.Context, sel ast.SelectionSet, obj *SavedEntity) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, savedEntityImplementors)
@@ -16279,6 +18845,11 @@ func (ec *executionContext) _SavedEntity(ctx context.Context, sel ast.SelectionS
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("SavedEntity")
+		case "id":
+			out.Values[i] = ec._SavedEntity_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "key":
 			out.Values[i] = ec._SavedEntity_key(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -16365,10 +18936,10 @@ func (ec *executionContext) _SavedEntity(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
-var savedEntityPageImplementors = []string{"SavedEntityPage"}
+var savedEntityConnectionImplementors = []string{"SavedEntityConnection"}
 
-func (ec *executionContext) _SavedEntityPage(ctx context.Context, sel ast.SelectionSet, obj *SavedEntityPage) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, savedEntityPageImplementors)
+func (ec *executionContext) _SavedEntityConnection(ctx context.Context, sel ast.SelectionSet, obj *models.Page[*SavedEntity]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, savedEntityConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferredFieldSet := graphql.NewFieldSet(nil)
@@ -16376,20 +18947,63 @@ func (ec *executionContext) _SavedEntityPage(ctx context.Context, sel ast.Select
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("SavedEntityPage")
-		case "items":
-			out.Values[i] = ec._SavedEntityPage_items(ctx, field, obj)
+			out.Values[i] = graphql.MarshalString("SavedEntityConnection")
+		case "edges":
+			out.Values[i] = ec._SavedEntityConnection_edges(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "hasMore":
-			out.Values[i] = ec._SavedEntityPage_hasMore(ctx, field, obj)
+		case "nodes":
+			out.Values[i] = ec._SavedEntityConnection_nodes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "nextCursor":
-			out.Values[i] = ec._SavedEntityPage_nextCursor(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+		case "pageInfo":
+			out.Values[i] = ec._SavedEntityConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var savedEntityEdgeImplementors = []string{"SavedEntityEdge"}
+
+func (ec *executionContext) _SavedEntityEdge(ctx context.Context, sel ast.SelectionSet, obj *models.Edge[*SavedEntity]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, savedEntityEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SavedEntityEdge")
+		case "cursor":
+			out.Values[i] = ec._SavedEntityEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._SavedEntityEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -16505,7 +19119,7 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	}
 }
 
-var uiConfigImplementors = []string{"UiConfig"}
+var uiConfigImplementors = []string{"UiConfig", "Node"}
 
 func (ec *executionContext) _UiConfig(ctx context.Context, sel ast.SelectionSet, obj *models.UIConfig) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, uiConfigImplementors)
@@ -16517,35 +19131,73 @@ func (ec *executionContext) _UiConfig(ctx context.Context, sel ast.SelectionSet,
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("UiConfig")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._UiConfig_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "instanceId":
 			out.Values[i] = ec._UiConfig_instanceId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "extension":
 			out.Values[i] = ec._UiConfig_extension(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "point":
 			out.Values[i] = ec._UiConfig_point(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "generation":
 			out.Values[i] = ec._UiConfig_generation(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "config":
 			out.Values[i] = ec._UiConfig_config(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "persistedState":
 			out.Values[i] = ec._UiConfig_persistedState(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -16568,7 +19220,7 @@ func (ec *executionContext) _UiConfig(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
-var userImplementors = []string{"User"}
+var userImplementors = []string{"User", "Node"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *models.User) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userImplementors)
@@ -16694,7 +19346,7 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 
 var userConnectionImplementors = []string{"UserConnection"}
 
-func (ec *executionContext) _UserConnection(ctx context.Context, sel ast.SelectionSet, obj *UserConnection) graphql.Marshaler {
+func (ec *executionContext) _UserConnection(ctx context.Context, sel ast.SelectionSet, obj *models.Page[*models.User]) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -16742,7 +19394,7 @@ func (ec *executionContext) _UserConnection(ctx context.Context, sel ast.Selecti
 
 var userEdgeImplementors = []string{"UserEdge"}
 
-func (ec *executionContext) _UserEdge(ctx context.Context, sel ast.SelectionSet, obj *UserEdge) graphql.Marshaler {
+func (ec *executionContext) _UserEdge(ctx context.Context, sel ast.SelectionSet, obj *models.Edge[*models.User]) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userEdgeImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -17249,6 +19901,36 @@ func (ec *executionContext) marshalNAccessToken2ᚖpluginhostᚋgraphᚐAccessTo
 	return ec._AccessToken(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNAccessTokenConnection2ᚖpluginhostᚋmodelsᚐPage(ctx context.Context, sel ast.SelectionSet, v *models.Page[*AccessToken]) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AccessTokenConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAccessTokenEdge2pluginhostᚋmodelsᚐEdge(ctx context.Context, sel ast.SelectionSet, v models.Edge[*AccessToken]) graphql.Marshaler {
+	return ec._AccessTokenEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNAccessTokenEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []models.Edge[*AccessToken]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAccessTokenEdge2pluginhostᚋmodelsᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNAiNamespace2ᚕᚖpluginhostᚋgraphᚐAiNamespaceᚄ(ctx context.Context, sel ast.SelectionSet, v []*AiNamespace) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -17327,14 +20009,34 @@ func (ec *executionContext) marshalNAuditEntry2ᚖpluginhostᚋgraphᚐAuditEntr
 	return ec._AuditEntry(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNAuditPage2ᚖpluginhostᚋgraphᚐAuditPage(ctx context.Context, sel ast.SelectionSet, v *AuditPage) graphql.Marshaler {
+func (ec *executionContext) marshalNAuditEntryConnection2ᚖpluginhostᚋmodelsᚐPage(ctx context.Context, sel ast.SelectionSet, v *models.Page[*AuditEntry]) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
 		}
 		return graphql.Null
 	}
-	return ec._AuditPage(ctx, sel, v)
+	return ec._AuditEntryConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAuditEntryEdge2pluginhostᚋmodelsᚐEdge(ctx context.Context, sel ast.SelectionSet, v models.Edge[*AuditEntry]) graphql.Marshaler {
+	return ec._AuditEntryEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNAuditEntryEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []models.Edge[*AuditEntry]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAuditEntryEdge2pluginhostᚋmodelsᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNBackgroundRun2ᚕᚖpluginhostᚋgraphᚐBackgroundRunᚄ(ctx context.Context, sel ast.SelectionSet, v []*BackgroundRun) graphql.Marshaler {
@@ -17363,6 +20065,36 @@ func (ec *executionContext) marshalNBackgroundRun2ᚖpluginhostᚋgraphᚐBackgr
 	return ec._BackgroundRun(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNBackgroundRunConnection2ᚖpluginhostᚋmodelsᚐPage(ctx context.Context, sel ast.SelectionSet, v *models.Page[*BackgroundRun]) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._BackgroundRunConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNBackgroundRunEdge2pluginhostᚋmodelsᚐEdge(ctx context.Context, sel ast.SelectionSet, v models.Edge[*BackgroundRun]) graphql.Marshaler {
+	return ec._BackgroundRunEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNBackgroundRunEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []models.Edge[*BackgroundRun]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNBackgroundRunEdge2pluginhostᚋmodelsᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -17379,11 +20111,11 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
-func (ec *executionContext) marshalNCapability2ᚕᚖpluginhostᚋmodelsᚐCapabilityᚄ(ctx context.Context, sel ast.SelectionSet, v []*models.Capability) graphql.Marshaler {
+func (ec *executionContext) marshalNCapability2ᚕᚖpluginhostᚋgraphᚐCapabilityᚄ(ctx context.Context, sel ast.SelectionSet, v []*Capability) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNCapability2ᚖpluginhostᚋmodelsᚐCapability(ctx, sel, v[i])
+		return ec.marshalNCapability2ᚖpluginhostᚋgraphᚐCapability(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17395,7 +20127,7 @@ func (ec *executionContext) marshalNCapability2ᚕᚖpluginhostᚋmodelsᚐCapab
 	return ret
 }
 
-func (ec *executionContext) marshalNCapability2ᚖpluginhostᚋmodelsᚐCapability(ctx context.Context, sel ast.SelectionSet, v *models.Capability) graphql.Marshaler {
+func (ec *executionContext) marshalNCapability2ᚖpluginhostᚋgraphᚐCapability(ctx context.Context, sel ast.SelectionSet, v *Capability) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17405,11 +20137,11 @@ func (ec *executionContext) marshalNCapability2ᚖpluginhostᚋmodelsᚐCapabili
 	return ec._Capability(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNConnection2ᚕᚖpluginhostᚋconnectionsᚐStatusᚄ(ctx context.Context, sel ast.SelectionSet, v []*connections.Status) graphql.Marshaler {
+func (ec *executionContext) marshalNConnection2ᚕᚖpluginhostᚋgraphᚐConnectionᚄ(ctx context.Context, sel ast.SelectionSet, v []*Connection) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNConnection2ᚖpluginhostᚋconnectionsᚐStatus(ctx, sel, v[i])
+		return ec.marshalNConnection2ᚖpluginhostᚋgraphᚐConnection(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17421,7 +20153,7 @@ func (ec *executionContext) marshalNConnection2ᚕᚖpluginhostᚋconnectionsᚐ
 	return ret
 }
 
-func (ec *executionContext) marshalNConnection2ᚖpluginhostᚋconnectionsᚐStatus(ctx context.Context, sel ast.SelectionSet, v *connections.Status) graphql.Marshaler {
+func (ec *executionContext) marshalNConnection2ᚖpluginhostᚋgraphᚐConnection(ctx context.Context, sel ast.SelectionSet, v *Connection) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17461,11 +20193,11 @@ func (ec *executionContext) marshalNEvidence2ᚕpluginhostᚋmodelsᚐEvidence�
 	return ret
 }
 
-func (ec *executionContext) marshalNExtension2ᚕᚖpluginhostᚋmodelsᚐExtensionConfigᚄ(ctx context.Context, sel ast.SelectionSet, v []*models.ExtensionConfig) graphql.Marshaler {
+func (ec *executionContext) marshalNExtension2ᚕᚖpluginhostᚋgraphᚐExtensionᚄ(ctx context.Context, sel ast.SelectionSet, v []*Extension) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNExtension2ᚖpluginhostᚋmodelsᚐExtensionConfig(ctx, sel, v[i])
+		return ec.marshalNExtension2ᚖpluginhostᚋgraphᚐExtension(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17477,7 +20209,7 @@ func (ec *executionContext) marshalNExtension2ᚕᚖpluginhostᚋmodelsᚐExtens
 	return ret
 }
 
-func (ec *executionContext) marshalNExtension2ᚖpluginhostᚋmodelsᚐExtensionConfig(ctx context.Context, sel ast.SelectionSet, v *models.ExtensionConfig) graphql.Marshaler {
+func (ec *executionContext) marshalNExtension2ᚖpluginhostᚋgraphᚐExtension(ctx context.Context, sel ast.SelectionSet, v *Extension) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17521,6 +20253,36 @@ func (ec *executionContext) marshalNFetchRecord2ᚖpluginhostᚋstorageᚐFetchR
 		return graphql.Null
 	}
 	return ec._FetchRecord(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNFetchRecordConnection2ᚖpluginhostᚋmodelsᚐPage(ctx context.Context, sel ast.SelectionSet, v *models.Page[*storage.FetchRecord]) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._FetchRecordConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNFetchRecordEdge2pluginhostᚋmodelsᚐEdge(ctx context.Context, sel ast.SelectionSet, v models.Edge[*storage.FetchRecord]) graphql.Marshaler {
+	return ec._FetchRecordEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNFetchRecordEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []models.Edge[*storage.FetchRecord]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFetchRecordEdge2pluginhostᚋmodelsᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
@@ -17746,15 +20508,11 @@ func (ec *executionContext) marshalNNamespaceUsage2ᚖpluginhostᚋgraphᚐNames
 	return ec._NamespaceUsage(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNNotification2pluginhostᚋnotifyᚐNotification(ctx context.Context, sel ast.SelectionSet, v notify.Notification) graphql.Marshaler {
-	return ec._Notification(ctx, sel, &v)
-}
-
-func (ec *executionContext) marshalNNotification2ᚕpluginhostᚋnotifyᚐNotificationᚄ(ctx context.Context, sel ast.SelectionSet, v []notify.Notification) graphql.Marshaler {
+func (ec *executionContext) marshalNNotification2ᚕᚖpluginhostᚋnotifyᚐNotificationᚄ(ctx context.Context, sel ast.SelectionSet, v []*notify.Notification) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNNotification2pluginhostᚋnotifyᚐNotification(ctx, sel, v[i])
+		return ec.marshalNNotification2ᚖpluginhostᚋnotifyᚐNotification(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17776,15 +20534,11 @@ func (ec *executionContext) marshalNNotification2ᚖpluginhostᚋnotifyᚐNotifi
 	return ec._Notification(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNNotificationAction2pluginhostᚋnotifyᚐAction(ctx context.Context, sel ast.SelectionSet, v notify.Action) graphql.Marshaler {
-	return ec._NotificationAction(ctx, sel, &v)
-}
-
-func (ec *executionContext) marshalNNotificationAction2ᚕpluginhostᚋnotifyᚐActionᚄ(ctx context.Context, sel ast.SelectionSet, v []notify.Action) graphql.Marshaler {
+func (ec *executionContext) marshalNNotificationAction2ᚕᚖpluginhostᚋgraphᚐNotificationActionᚄ(ctx context.Context, sel ast.SelectionSet, v []*NotificationAction) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNNotificationAction2pluginhostᚋnotifyᚐAction(ctx, sel, v[i])
+		return ec.marshalNNotificationAction2ᚖpluginhostᚋgraphᚐNotificationAction(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17794,6 +20548,16 @@ func (ec *executionContext) marshalNNotificationAction2ᚕpluginhostᚋnotifyᚐ
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNNotificationAction2ᚖpluginhostᚋgraphᚐNotificationAction(ctx context.Context, sel ast.SelectionSet, v *NotificationAction) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._NotificationAction(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNNotificationActionResult2ᚖpluginhostᚋnotifyᚐOutcome(ctx context.Context, sel ast.SelectionSet, v *notify.Outcome) graphql.Marshaler {
@@ -17806,14 +20570,34 @@ func (ec *executionContext) marshalNNotificationActionResult2ᚖpluginhostᚋnot
 	return ec._NotificationActionResult(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNNotificationPage2ᚖpluginhostᚋnotifyᚐPage(ctx context.Context, sel ast.SelectionSet, v *notify.Page) graphql.Marshaler {
+func (ec *executionContext) marshalNNotificationConnection2ᚖpluginhostᚋmodelsᚐPage(ctx context.Context, sel ast.SelectionSet, v *models.Page[*notify.Notification]) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
 		}
 		return graphql.Null
 	}
-	return ec._NotificationPage(ctx, sel, v)
+	return ec._NotificationConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNotificationEdge2pluginhostᚋmodelsᚐEdge(ctx context.Context, sel ast.SelectionSet, v models.Edge[*notify.Notification]) graphql.Marshaler {
+	return ec._NotificationEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNNotificationEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []models.Edge[*notify.Notification]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNotificationEdge2pluginhostᚋmodelsᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNOAuthStart2ᚖpluginhostᚋgraphᚐOAuthStart(ctx context.Context, sel ast.SelectionSet, v *OAuthStart) graphql.Marshaler {
@@ -17826,14 +20610,8 @@ func (ec *executionContext) marshalNOAuthStart2ᚖpluginhostᚋgraphᚐOAuthStar
 	return ec._OAuthStart(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNPageInfo2ᚖpluginhostᚋgraphᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *PageInfo) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	return ec._PageInfo(ctx, sel, v)
+func (ec *executionContext) marshalNPageInfo2pluginhostᚋmodelsᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v models.PageInfo) graphql.Marshaler {
+	return ec._PageInfo(ctx, sel, &v)
 }
 
 func (ec *executionContext) marshalNProblem2pluginhostᚋmodelsᚐProblem(ctx context.Context, sel ast.SelectionSet, v models.Problem) graphql.Marshaler {
@@ -17880,6 +20658,36 @@ func (ec *executionContext) marshalNRenderedResponse2ᚖpluginhostᚋmodelsᚐRe
 		return graphql.Null
 	}
 	return ec._RenderedResponse(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNRenderedResponseConnection2ᚖpluginhostᚋmodelsᚐPage(ctx context.Context, sel ast.SelectionSet, v *models.Page[*models.RenderedResponse]) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._RenderedResponseConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNRenderedResponseEdge2pluginhostᚋmodelsᚐEdge(ctx context.Context, sel ast.SelectionSet, v models.Edge[*models.RenderedResponse]) graphql.Marshaler {
+	return ec._RenderedResponseEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNRenderedResponseEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []models.Edge[*models.RenderedResponse]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRenderedResponseEdge2pluginhostᚋmodelsᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNResponseCandidate2ᚕᚖpluginhostᚋmodelsᚐResponseCandidateᚄ(ctx context.Context, sel ast.SelectionSet, v []*models.ResponseCandidate) graphql.Marshaler {
@@ -17944,19 +20752,39 @@ func (ec *executionContext) marshalNSavedEntity2ᚖpluginhostᚋgraphᚐSavedEnt
 	return ec._SavedEntity(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNSavedEntityInput2pluginhostᚋgraphᚐSavedEntityInput(ctx context.Context, v any) (SavedEntityInput, error) {
-	res, err := ec.unmarshalInputSavedEntityInput(ctx, v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNSavedEntityPage2ᚖpluginhostᚋgraphᚐSavedEntityPage(ctx context.Context, sel ast.SelectionSet, v *SavedEntityPage) graphql.Marshaler {
+func (ec *executionContext) marshalNSavedEntityConnection2ᚖpluginhostᚋmodelsᚐPage(ctx context.Context, sel ast.SelectionSet, v *models.Page[*SavedEntity]) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
 		}
 		return graphql.Null
 	}
-	return ec._SavedEntityPage(ctx, sel, v)
+	return ec._SavedEntityConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSavedEntityEdge2pluginhostᚋmodelsᚐEdge(ctx context.Context, sel ast.SelectionSet, v models.Edge[*SavedEntity]) graphql.Marshaler {
+	return ec._SavedEntityEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSavedEntityEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []models.Edge[*SavedEntity]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSavedEntityEdge2pluginhostᚋmodelsᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNSavedEntityInput2pluginhostᚋgraphᚐSavedEntityInput(ctx context.Context, v any) (SavedEntityInput, error) {
+	res, err := ec.unmarshalInputSavedEntityInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNStorageChange2ᚖpluginhostᚋmodelsᚐStorageChange(ctx context.Context, sel ast.SelectionSet, v *models.StorageChange) graphql.Marshaler {
@@ -18050,7 +20878,7 @@ func (ec *executionContext) marshalNUser2ᚖpluginhostᚋmodelsᚐUser(ctx conte
 	return ec._User(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNUserConnection2ᚖpluginhostᚋgraphᚐUserConnection(ctx context.Context, sel ast.SelectionSet, v *UserConnection) graphql.Marshaler {
+func (ec *executionContext) marshalNUserConnection2ᚖpluginhostᚋmodelsᚐPage(ctx context.Context, sel ast.SelectionSet, v *models.Page[*models.User]) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -18060,11 +20888,15 @@ func (ec *executionContext) marshalNUserConnection2ᚖpluginhostᚋgraphᚐUserC
 	return ec._UserConnection(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNUserEdge2ᚕᚖpluginhostᚋgraphᚐUserEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*UserEdge) graphql.Marshaler {
+func (ec *executionContext) marshalNUserEdge2pluginhostᚋmodelsᚐEdge(ctx context.Context, sel ast.SelectionSet, v models.Edge[*models.User]) graphql.Marshaler {
+	return ec._UserEdge(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNUserEdge2ᚕpluginhostᚋmodelsᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []models.Edge[*models.User]) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNUserEdge2ᚖpluginhostᚋgraphᚐUserEdge(ctx, sel, v[i])
+		return ec.marshalNUserEdge2pluginhostᚋmodelsᚐEdge(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -18074,16 +20906,6 @@ func (ec *executionContext) marshalNUserEdge2ᚕᚖpluginhostᚋgraphᚐUserEdge
 	}
 
 	return ret
-}
-
-func (ec *executionContext) marshalNUserEdge2ᚖpluginhostᚋgraphᚐUserEdge(ctx context.Context, sel ast.SelectionSet, v *UserEdge) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	return ec._UserEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNValidationReport2ᚖpluginhostᚋvalidatorᚐReport(ctx context.Context, sel ast.SelectionSet, v *validator.Report) graphql.Marshaler {
@@ -18348,6 +21170,13 @@ func (ec *executionContext) marshalOJSON2pluginhostᚋmodelsᚐJSON(ctx context.
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalONode2pluginhostᚋmodelsᚐNode(ctx context.Context, sel ast.SelectionSet, v models.Node) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Node(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2string(ctx context.Context, v any) (string, error) {

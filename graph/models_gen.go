@@ -27,13 +27,19 @@ type AccessToken struct {
 	Active bool `json:"active"`
 }
 
+func (AccessToken) IsNode() {}
+
 // A namespace an AI tool may use, with the AI's access to it.
 type AiNamespace struct {
-	// The namespace id.
+	// The global id of the namespace as the AI sees it in its Installation.
 	ID string `json:"id"`
+	// The namespace id of the manifest (the namespace argument of the storage calls).
+	ManifestID string `json:"manifestId"`
 	// read (list and get) or read_write (also create, update and delete).
 	Access string `json:"access"`
 }
+
+func (AiNamespace) IsNode() {}
 
 // One tool of one Instance that the user's AI assistant may call: a standard storage
 // tool, or a runnable tool or skill capability of the plugin.
@@ -53,7 +59,7 @@ type AiTool struct {
 // One record of the audit trail: a storage change made by the AI or by a capability's
 // host actions, or a refused attempt. Values are never recorded, only their size.
 type AuditEntry struct {
-	// The record's id; records are listed newest first.
+	// The record's global id.
 	ID string `json:"id"`
 	// The Instance acted on (as given, for a refused attempt).
 	InstanceID string `json:"instanceId"`
@@ -81,19 +87,13 @@ type AuditEntry struct {
 	At string `json:"at"`
 }
 
-// A page of the audit trail.
-type AuditPage struct {
-	// The records, newest first.
-	Entries []*AuditEntry `json:"entries"`
-	// Whether older records follow.
-	HasMore bool `json:"hasMore"`
-	// Pass as cursor to read the next page.
-	NextCursor *string `json:"nextCursor,omitempty"`
-}
+func (AuditEntry) IsNode() {}
 
 // The schedule of one background capability of an Instance.
 type BackgroundRun struct {
-	// The background capability.
+	// The global id of this schedule of this Instance.
+	ID string `json:"id"`
+	// The background capability (its manifest id).
 	Capability string `json:"capability"`
 	// How often it runs (schedule_seconds).
 	ScheduleSeconds int `json:"scheduleSeconds"`
@@ -112,6 +112,8 @@ type BackgroundRun struct {
 	// lifts it.
 	QuarantinedAt *string `json:"quarantinedAt,omitempty"`
 }
+
+func (BackgroundRun) IsNode() {}
 
 // A token just created.
 type CreatedAccessToken struct {
@@ -134,13 +136,17 @@ type Mutation struct {
 
 // A storage namespace declared by a manifest.
 type Namespace struct {
-	// The namespace id.
+	// The global id of this namespace of this Installation.
 	ID string `json:"id"`
+	// The namespace id of the manifest (the namespace argument of the storage calls).
+	ManifestID string `json:"manifestId"`
 	// The most bytes one Instance may keep in it.
 	MaxBytes int `json:"maxBytes"`
 	// What the AI may do in it: none, read or read_write.
 	AiAccess string `json:"aiAccess"`
 }
+
+func (Namespace) IsNode() {}
 
 // What one namespace of an Instance holds.
 type NamespaceUsage struct {
@@ -162,19 +168,13 @@ type OAuthStart struct {
 	AuthorizationURL string `json:"authorizationUrl"`
 }
 
-// Where a page of a list ends (the GraphQL Cursor Connections specification).
-type PageInfo struct {
-	// Whether records follow this page: pass endCursor as after to read them.
-	HasNextPage bool `json:"hasNextPage"`
-	// The cursor of the page's last record; null for an empty page.
-	EndCursor *string `json:"endCursor,omitempty"`
-}
-
 type Query struct {
 }
 
 // An item the AI (or the app) saved, kept in the Instance's saved_entities namespace.
 type SavedEntity struct {
+	// The global id of the entity: of its key in its Instance.
+	ID string `json:"id"`
 	// The item's key in the saved_entities namespace.
 	Key string `json:"key"`
 	// The item's revision (pass it to update, delete or favourite).
@@ -203,6 +203,8 @@ type SavedEntity struct {
 	UpdatedAt string `json:"updatedAt"`
 }
 
+func (SavedEntity) IsNode() {}
+
 // The fields of a saved entity. url and imageUrl must be https; no other field exists.
 type SavedEntityInput struct {
 	// What kind of thing it is: 1 to 64 characters.
@@ -225,29 +227,5 @@ type SavedEntityInput struct {
 	SourceCapability *string `json:"sourceCapability,omitempty"`
 }
 
-// A page of saved entities in key order.
-type SavedEntityPage struct {
-	// The entities.
-	Items []*SavedEntity `json:"items"`
-	// Whether more follow.
-	HasMore bool `json:"hasMore"`
-	// Pass as cursor to read the next page.
-	NextCursor *string `json:"nextCursor,omitempty"`
-}
-
 type Subscription struct {
-}
-
-// A page of users.
-type UserConnection struct {
-	Edges []*UserEdge `json:"edges"`
-	// The users of edges, in order.
-	Nodes    []*models.User `json:"nodes"`
-	PageInfo *PageInfo      `json:"pageInfo"`
-}
-
-// A user and its cursor.
-type UserEdge struct {
-	Cursor string       `json:"cursor"`
-	Node   *models.User `json:"node"`
 }

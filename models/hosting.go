@@ -69,6 +69,7 @@ const (
 // RenderedResponse is a response UI the host rendered in one of the user's
 // AI messages: what a surface needs to show it again.
 type RenderedResponse struct {
+	UserID     string
 	MessageID  string
 	InstanceID string
 	Extension  string

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -39,8 +40,9 @@ const (
 	MaxHostActions = storage.MaxHostActions
 	// Keep is how many notifications a user keeps; older ones are dropped.
 	Keep = 200
-	// MaxPage bounds a page of notifications.
-	MaxPage = 100
+	// MaxPage bounds a page of notifications, and the ids one MarkRead
+	// marks.
+	MaxPage = models.MaxPageSize
 )
 
 // Severities.
@@ -370,53 +372,52 @@ func (s *Service) dropRows(tx *gorm.DB, ids []string) error {
 	return nil
 }
 
-// Page is a page of a user's notifications, newest first.
-type Page struct {
-	Notifications []Notification
-	Unread        int
-	HasMore       bool
-}
-
-// List returns the user's notifications, newest first: first (1 to
-// MaxPage) of them after the cursor (a notification id), only the unread
-// ones when unreadOnly.
-func (s *Service) List(ctx context.Context, userID string, unreadOnly bool, first int, after string) (*Page, error) {
-	if first < 1 || first > MaxPage {
-		return nil, models.Errorf(models.ErrBadUserInput, "first is %d; it must be from 1 to %d", first, MaxPage)
+// List returns a page of the user's notifications, newest first; only the
+// unread ones when unreadOnly.
+func (s *Service) List(ctx context.Context, userID string, unreadOnly bool, args models.PageArgs) (*models.Page[*Notification], error) {
+	const list = "notifications"
+	size, err := args.Size()
+	if err != nil {
+		return nil, err
 	}
-	db := s.DB.Read.WithContext(ctx)
-	q := db.Where("user_id = ?", userID)
+	after, err := args.Position(list, 2)
+	if err != nil {
+		return nil, err
+	}
+	q := s.DB.Read.WithContext(ctx).Where("user_id = ?", userID)
 	if unreadOnly {
 		q = q.Where("read_at = 0")
 	}
-	if after != "" {
-		var cur database.NotificationRow
-		if err := db.Where("id = ? AND user_id = ?", after, userID).Take(&cur).Error; err != nil {
-			return nil, models.Errorf(models.ErrBadUserInput, "after %q is not one of your notifications", after)
+	if after != nil {
+		at, err := models.CursorInt(list, after[0])
+		if err != nil {
+			return nil, err
 		}
-		q = q.Where("created_at < ? OR (created_at = ? AND id < ?)", cur.CreatedAt, cur.CreatedAt, cur.ID)
+		q = q.Where("created_at < ? OR (created_at = ? AND id < ?)", at, at, after[1])
 	}
 	var rows []database.NotificationRow
-	if err := q.Order("created_at DESC, id DESC").Limit(first + 1).Find(&rows).Error; err != nil {
+	if err := q.Order("created_at DESC, id DESC").Limit(size + 1).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	p := &Page{HasMore: len(rows) > first}
-	if p.HasMore {
-		rows = rows[:first]
-	}
-	var unread int64
-	if err := db.Model(&database.NotificationRow{}).Where("user_id = ? AND read_at = 0", userID).Count(&unread).Error; err != nil {
-		return nil, err
-	}
-	p.Unread = int(unread)
 	plugins, err := s.pluginIDs(ctx, rows)
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range rows {
-		p.Notifications = append(p.Notifications, model(r, plugins[r.InstallationID]))
+	read := make([]*Notification, len(rows))
+	for i, r := range rows {
+		n := model(r, plugins[r.InstallationID])
+		read[i] = &n
 	}
-	return p, nil
+	return models.NewPage(list, size, read, func(n *Notification) []string {
+		return []string{strconv.FormatInt(n.CreatedAt.UnixMicro(), 10), n.ID}
+	}), nil
+}
+
+// Unread returns how many of the user's notifications are unread.
+func (s *Service) Unread(ctx context.Context, userID string) (int, error) {
+	var n int64
+	err := s.DB.Read.WithContext(ctx).Model(&database.NotificationRow{}).Where("user_id = ? AND read_at = 0", userID).Count(&n).Error
+	return int(n), err
 }
 
 // Get returns one of the user's notifications; another user's, or an

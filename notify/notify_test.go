@@ -89,13 +89,24 @@ func set(key string, value any) map[string]any {
 	return map[string]any{"type": "plugin_storage_set", "namespace": "notes", "key": key, "value": value}
 }
 
-func (h *host) list(t *testing.T, userID string, unreadOnly bool) *notify.Page {
+// page is a page of notifications with the user's unread count.
+type page struct {
+	Notifications []*notify.Notification
+	Unread        int
+	HasMore       bool
+}
+
+func (h *host) list(t *testing.T, userID string, unreadOnly bool) *page {
 	t.Helper()
-	p, err := h.svc.List(context.Background(), userID, unreadOnly, notify.MaxPage, "")
+	p, err := h.svc.List(context.Background(), userID, unreadOnly, models.PageArgs{First: new(notify.MaxPage)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	unread, err := h.svc.Unread(context.Background(), userID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &page{Notifications: p.Nodes(), Unread: unread, HasMore: p.PageInfo.HasNextPage}
 }
 
 func wantError(t *testing.T, what string, err error, code models.Code, says string) {
@@ -279,18 +290,20 @@ func TestNotifications(t *testing.T) {
 		}
 
 		// Paging, and the bounds of a page and of the ids.
-		p1, err := h.svc.List(ctx, h.alice.ID, false, 1, "")
-		if err != nil || len(p1.Notifications) != 1 || !p1.HasMore {
+		p1, err := h.svc.List(ctx, h.alice.ID, false, models.PageArgs{First: new(1)})
+		if err != nil || len(p1.Edges) != 1 || !p1.PageInfo.HasNextPage {
 			t.Fatalf("first page %+v %v", p1, err)
 		}
-		p2, err := h.svc.List(ctx, h.alice.ID, false, 1, p1.Notifications[0].ID)
-		if err != nil || len(p2.Notifications) != 1 || p2.HasMore || p2.Notifications[0].ID != first.ID {
+		p2, err := h.svc.List(ctx, h.alice.ID, false, models.PageArgs{First: new(1), After: p1.PageInfo.EndCursor})
+		if err != nil || len(p2.Edges) != 1 || p2.PageInfo.HasNextPage || p2.Edges[0].Node.ID != first.ID {
 			t.Fatalf("second page %+v %v", p2, err)
 		}
 		for _, n := range []int{0, notify.MaxPage + 1} {
-			_, err := h.svc.List(ctx, h.alice.ID, false, n, "")
+			_, err := h.svc.List(ctx, h.alice.ID, false, models.PageArgs{First: new(n)})
 			wantError(t, fmt.Sprintf("first %d", n), err, models.ErrBadUserInput, "it must be from 1 to 100")
 		}
+		_, err = h.svc.List(ctx, h.alice.ID, false, models.PageArgs{After: new(first.ID)})
+		wantError(t, "a notification id as after", err, models.ErrBadUserInput, "is not a cursor of notifications")
 		_, err = h.svc.MarkRead(ctx, h.alice.ID, nil)
 		wantError(t, "no ids", err, models.ErrBadUserInput, "1 to 100")
 		_, err = h.svc.MarkRead(ctx, h.alice.ID, make([]string, notify.MaxPage+1))

@@ -42,32 +42,20 @@ func (r *mutationResolver) RevokeAccessToken(ctx context.Context, id string) (*g
 	return accessToken(t), nil
 }
 
-func (r *queryResolver) Users(ctx context.Context, first *int, after *string) (*graph.UserConnection, error) {
+func (r *queryResolver) Users(ctx context.Context, first *int, after *string) (*models.Page[*models.User], error) {
 	if _, err := auth.RequireAdmin(ctx); err != nil {
 		return nil, err
 	}
-	size := 20
-	if first != nil {
-		size = *first
-	}
-	page, err := r.Auth.Users(ctx, size, deref(after))
-	if err != nil {
-		return nil, err
-	}
-	return userConnection(page), nil
+	return r.Auth.Users(ctx, models.PageArgs{First: first, After: after})
 }
 
-func (r *queryResolver) AccessTokens(ctx context.Context, user string) ([]*graph.AccessToken, error) {
+func (r *queryResolver) AccessTokens(ctx context.Context, user string, first *int, after *string) (*models.Page[*graph.AccessToken], error) {
 	if _, err := auth.RequireAdmin(ctx); err != nil {
 		return nil, err
 	}
-	tokens, err := r.Auth.Tokens(ctx, user)
+	tokens, err := r.Auth.Tokens(ctx, user, models.PageArgs{First: first, After: after})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*graph.AccessToken, len(tokens))
-	for i, t := range tokens {
-		out[i] = accessToken(t)
-	}
-	return out, nil
+	return models.MapPage(tokens, accessToken), nil
 }

@@ -11,7 +11,6 @@ import (
 	"pluginhost/graph"
 	"pluginhost/models"
 	"pluginhost/storage"
-	"strconv"
 )
 
 func (r *mutationResolver) SetAiStorageConsent(ctx context.Context, installationID string, granted bool) (*models.Installation, error) {
@@ -43,46 +42,22 @@ func (r *queryResolver) AiTools(ctx context.Context) ([]*graph.AiTool, error) {
 	for i, t := range tools {
 		nss := make([]*graph.AiNamespace, len(t.Namespaces))
 		for j, n := range t.Namespaces {
-			nss[j] = &graph.AiNamespace{ID: n.ID, Access: n.Access}
+			nss[j] = &graph.AiNamespace{ID: models.NodeID(models.NodeAiNamespace, t.InstallationID, n.ID), ManifestID: n.ID, Access: n.Access}
 		}
 		out[i] = &graph.AiTool{Handle: t.Handle, Capability: t.Capability, InstanceID: t.InstanceID, Namespaces: nss}
 	}
 	return out, nil
 }
 
-func (r *queryResolver) StorageAudit(ctx context.Context, instanceID *string, actor *string, limit *int, cursor *string) (*graph.AuditPage, error) {
+func (r *queryResolver) StorageAudit(ctx context.Context, instanceID *string, actor *string, first *int, after *string) (*models.Page[*graph.AuditEntry], error) {
 	user, err := auth.Require(ctx)
 	if err != nil {
 		return nil, err
 	}
-	q := storage.AuditQuery{InstanceID: deref(instanceID), Actor: deref(actor)}
-	if limit != nil {
-		q.Limit = *limit
-		if q.Limit == 0 {
-			return nil, models.Errorf(models.ErrInvalid, "limit is 0; it must be from 1 to 100")
-		}
-	}
-	if cursor != nil {
-		if q.Before, err = strconv.ParseInt(*cursor, 10, 64); err != nil || q.Before < 1 {
-			return nil, models.Errorf(models.ErrInvalid, "cursor %q is not a cursor of storageAudit", *cursor)
-		}
-	}
-	entries, more, err := r.Storage.Audit(ctx, user.ID, q)
+	page, err := r.Storage.Audit(ctx, user.ID, storage.AuditQuery{InstanceID: deref(instanceID), Actor: deref(actor),
+		Page: models.PageArgs{First: first, After: after}})
 	if err != nil {
 		return nil, err
 	}
-	page := &graph.AuditPage{Entries: make([]*graph.AuditEntry, len(entries)), HasMore: more}
-	for i, e := range entries {
-		page.Entries[i] = &graph.AuditEntry{
-			ID: strconv.FormatInt(e.ID, 10), InstanceID: e.InstanceID, InstallationID: e.InstallationID, Actor: e.Actor,
-			Capability: e.Capability, Namespace: e.Namespace, Key: e.Key, Operation: e.Operation, Outcome: e.Outcome,
-			RevisionBefore: int(e.RevisionBefore), RevisionAfter: int(e.RevisionAfter), ValueBytes: int(e.ValueBytes),
-			At: models.FormatTime(e.At),
-		}
-	}
-	if more {
-		c := page.Entries[len(page.Entries)-1].ID
-		page.NextCursor = &c
-	}
-	return page, nil
+	return models.MapPage(page, auditEntry), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"pluginhost/auth"
@@ -64,22 +65,27 @@ func entityValue(in graph.SavedEntityInput) models.JSON {
 	return b
 }
 
-// savedEntity maps a single-item result of the saved_entities namespace.
-func savedEntity(res *models.ExtensionResult, err error) (*graph.SavedEntity, error) {
-	if err != nil {
-		return nil, err
+// savedEntity returns the mapping of a single-item result of the
+// saved_entities namespace of an Instance, as in
+// savedEntity(instanceID)(r.Storage.Get(...)).
+func savedEntity(instanceID string) func(*models.ExtensionResult, error) (*graph.SavedEntity, error) {
+	return func(res *models.ExtensionResult, err error) (*graph.SavedEntity, error) {
+		if err != nil {
+			return nil, err
+		}
+		var d models.ItemData
+		if err := json.Unmarshal(res.Data, &d); err != nil {
+			return nil, err
+		}
+		return entityOf(instanceID, d.Item)
 	}
-	var d models.ItemData
-	if err := json.Unmarshal(res.Data, &d); err != nil {
-		return nil, err
-	}
-	return entityOf(d.Item)
 }
 
-func entityOf(it models.ItemJSON) (*graph.SavedEntity, error) {
+// entityOf maps a stored saved entity (a value the storage rules checked).
+func entityOf(instanceID string, it models.ItemJSON) (*graph.SavedEntity, error) {
 	var v models.SavedEntityValue
 	if err := json.Unmarshal(it.Value, &v); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("saved entity %q of %s: %w", it.Key, instanceID, err)
 	}
 	opt := func(s string) *string {
 		if s == "" {
@@ -88,28 +94,9 @@ func entityOf(it models.ItemJSON) (*graph.SavedEntity, error) {
 		return &s
 	}
 	return &graph.SavedEntity{
-		Key: it.Key, Revision: int(it.Revision), Type: v.Type, Title: v.Title, Subtitle: opt(v.Subtitle),
-		Description: opt(v.Description), URL: opt(v.URL), ImageURL: opt(v.ImageURL), Favorite: v.Favorite != nil && *v.Favorite,
-		Data: v.Data, SourceCapability: opt(v.SourceCapability), CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt,
+		ID: models.NodeID(models.NodeSavedEntity, instanceID, it.Key), Key: it.Key, Revision: int(it.Revision), Type: v.Type,
+		Title: v.Title, Subtitle: opt(v.Subtitle), Description: opt(v.Description), URL: opt(v.URL), ImageURL: opt(v.ImageURL),
+		Favorite: v.Favorite != nil && *v.Favorite, Data: v.Data, SourceCapability: opt(v.SourceCapability),
+		CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt,
 	}, nil
-}
-
-// savedPage maps a list result of the saved_entities namespace.
-func savedPage(res *models.ExtensionResult) (*graph.SavedEntityPage, error) {
-	var d models.ListData
-	if err := json.Unmarshal(res.Data, &d); err != nil {
-		return nil, err
-	}
-	page := &graph.SavedEntityPage{Items: []*graph.SavedEntity{}, HasMore: d.HasMore}
-	for _, it := range d.Items {
-		e, err := entityOf(it)
-		if err != nil {
-			return nil, err
-		}
-		page.Items = append(page.Items, e)
-	}
-	if d.NextCursor != "" {
-		page.NextCursor = &d.NextCursor
-	}
-	return page, nil
 }

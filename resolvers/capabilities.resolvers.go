@@ -10,28 +10,19 @@ import (
 	"pluginhost/auth"
 	"pluginhost/graph"
 	"pluginhost/models"
+	"pluginhost/schedule"
 )
 
-func (r *instanceResolver) BackgroundRuns(ctx context.Context, obj *models.Instance) ([]*graph.BackgroundRun, error) {
+func (r *instanceResolver) BackgroundRuns(ctx context.Context, obj *models.Instance, first *int, after *string) (*models.Page[*graph.BackgroundRun], error) {
 	runs, err := r.Schedule.Runs(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*graph.BackgroundRun, len(runs))
-	for i, run := range runs {
-		b := &graph.BackgroundRun{Capability: run.Capability, ScheduleSeconds: run.ScheduleSeconds,
-			NextRunAt: models.FormatTime(run.NextRunAt), Failures: run.Failures}
-		if run.QuarantinedAt != nil {
-			at := models.FormatTime(*run.QuarantinedAt)
-			b.QuarantinedAt = &at
-		}
-		if run.LastRunAt != nil {
-			at, outcome := models.FormatTime(*run.LastRunAt), run.LastOutcome
-			b.LastRunAt, b.LastOutcome = &at, &outcome
-		}
-		out[i] = b
+	page, err := models.SlicePage("backgroundRuns", runs, models.PageArgs{First: first, After: after}, func(run schedule.Run) string { return run.Capability })
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return models.MapPage(page, func(run schedule.Run) *graph.BackgroundRun { return backgroundRun(obj.ID, run) }), nil
 }
 
 func (r *mutationResolver) ResumeBackgroundRun(ctx context.Context, instanceID string, capability string) (*models.Instance, error) {

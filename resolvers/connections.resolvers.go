@@ -12,14 +12,19 @@ import (
 	"pluginhost/graph"
 	"pluginhost/models"
 	"pluginhost/storage"
+	"strconv"
 )
 
-func (r *connectionResolver) ExpiresAt(ctx context.Context, obj *connections.Status) (*string, error) {
+func (r *connectionResolver) ExpiresAt(ctx context.Context, obj *graph.Connection) (*string, error) {
 	if obj.ExpiresAt == nil {
 		return nil, nil
 	}
 	at := models.FormatTime(*obj.ExpiresAt)
 	return &at, nil
+}
+
+func (r *fetchRecordResolver) ID(ctx context.Context, obj *storage.FetchRecord) (string, error) {
+	return models.NodeID(models.NodeFetchRecord, strconv.FormatInt(obj.ID, 10)), nil
 }
 
 func (r *fetchRecordResolver) Connection(ctx context.Context, obj *storage.FetchRecord) (*string, error) {
@@ -37,7 +42,7 @@ func (r *fetchRecordResolver) At(ctx context.Context, obj *storage.FetchRecord) 
 	return models.FormatTime(obj.At), nil
 }
 
-func (r *instanceResolver) Connections(ctx context.Context, obj *models.Instance) ([]*connections.Status, error) {
+func (r *instanceResolver) Connections(ctx context.Context, obj *models.Instance) ([]*graph.Connection, error) {
 	c, err := r.caller(ctx)
 	if err != nil {
 		return nil, err
@@ -46,39 +51,31 @@ func (r *instanceResolver) Connections(ctx context.Context, obj *models.Instance
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*connections.Status, len(list))
-	for i := range list {
-		out[i] = &list[i]
+	out := make([]*graph.Connection, len(list))
+	for i, s := range list {
+		out[i] = &graph.Connection{Status: s, InstanceID: obj.ID}
 	}
 	return out, nil
 }
 
-func (r *instanceResolver) Fetches(ctx context.Context, obj *models.Instance, limit *int) ([]*storage.FetchRecord, error) {
+func (r *instanceResolver) Fetches(ctx context.Context, obj *models.Instance, first *int, after *string) (*models.Page[*storage.FetchRecord], error) {
 	c, err := r.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	n := 20
-	if limit != nil {
-		n = *limit
-	}
-	list, err := r.Storage.Fetches(ctx, c, obj.ID, n)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*storage.FetchRecord, len(list))
-	for i := range list {
-		out[i] = &list[i]
-	}
-	return out, nil
+	return r.Storage.Fetches(ctx, c, obj.ID, models.PageArgs{First: first, After: after})
 }
 
-func (r *mutationResolver) ConnectAPIKey(ctx context.Context, instanceID string, connection string, key string) (*connections.Status, error) {
+func (r *mutationResolver) ConnectAPIKey(ctx context.Context, instanceID string, connection string, key string) (*graph.Connection, error) {
 	c, err := r.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return r.Connections.ConnectAPIKey(ctx, c, instanceID, connection, key)
+	s, err := r.Connections.ConnectAPIKey(ctx, c, instanceID, connection, key)
+	if err != nil {
+		return nil, err
+	}
+	return &graph.Connection{Status: *s, InstanceID: instanceID}, nil
 }
 
 func (r *mutationResolver) StartOAuth(ctx context.Context, instanceID string, connection string) (*graph.OAuthStart, error) {

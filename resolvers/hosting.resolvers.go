@@ -13,39 +13,35 @@ import (
 	"pluginhost/models"
 )
 
-func (r *capabilityResolver) InputSchema(ctx context.Context, obj *models.Capability) (models.JSON, error) {
+func (r *capabilityResolver) InputSchema(ctx context.Context, obj *graph.Capability) (models.JSON, error) {
 	return models.JSON(obj.InputSchema), nil
 }
 
-func (r *capabilityResolver) OutputSchema(ctx context.Context, obj *models.Capability) (models.JSON, error) {
+func (r *capabilityResolver) OutputSchema(ctx context.Context, obj *graph.Capability) (models.JSON, error) {
 	return models.JSON(obj.OutputSchema), nil
 }
 
-func (r *capabilityResolver) ScheduleSeconds(ctx context.Context, obj *models.Capability) (*int, error) {
+func (r *capabilityResolver) ScheduleSeconds(ctx context.Context, obj *graph.Capability) (*int, error) {
 	if obj.ScheduleSeconds == 0 {
 		return nil, nil
 	}
 	return &obj.ScheduleSeconds, nil
 }
 
-func (r *installationResolver) Extensions(ctx context.Context, obj *models.Installation) ([]*models.ExtensionConfig, error) {
+func (r *installationResolver) Extensions(ctx context.Context, obj *models.Installation) ([]*graph.Extension, error) {
 	exts, err := r.UI.Extensions(ctx, obj.ID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*models.ExtensionConfig, len(exts))
-	for i := range exts {
-		out[i] = &exts[i]
+	out := make([]*graph.Extension, len(exts))
+	for i, e := range exts {
+		out[i] = &graph.Extension{ExtensionConfig: e, InstallationID: obj.ID}
 	}
 	return out, nil
 }
 
-func (r *installationResolver) Capabilities(ctx context.Context, obj *models.Installation) ([]*models.Capability, error) {
-	out := make([]*models.Capability, len(obj.Manifest.Capabilities))
-	for i := range obj.Manifest.Capabilities {
-		out[i] = &obj.Manifest.Capabilities[i]
-	}
-	return out, nil
+func (r *installationResolver) Capabilities(ctx context.Context, obj *models.Installation) ([]*graph.Capability, error) {
+	return capabilities(obj), nil
 }
 
 func (r *mutationResolver) SetExtensionState(ctx context.Context, instanceID string, extension string, values models.JSON) (models.JSON, error) {
@@ -96,24 +92,16 @@ func (r *queryResolver) ResponseCandidates(ctx context.Context) ([]*models.Respo
 	return out, nil
 }
 
-func (r *queryResolver) RenderedResponses(ctx context.Context, first *int) ([]*models.RenderedResponse, error) {
+func (r *queryResolver) RenderedResponses(ctx context.Context, first *int, after *string) (*models.Page[*models.RenderedResponse], error) {
 	user, err := auth.Require(ctx)
 	if err != nil {
 		return nil, err
 	}
-	n := 10
-	if first != nil {
-		n = *first
-	}
-	list, err := r.UI.Rendered(ctx, user, n)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*models.RenderedResponse, len(list))
-	for i := range list {
-		out[i] = &list[i]
-	}
-	return out, nil
+	return r.UI.Rendered(ctx, user, models.PageArgs{First: first, After: after})
+}
+
+func (r *renderedResponseResolver) ID(ctx context.Context, obj *models.RenderedResponse) (string, error) {
+	return models.NodeID(models.NodeRenderedResponse, obj.UserID, obj.MessageID), nil
 }
 
 func (r *renderedResponseResolver) CreatedAt(ctx context.Context, obj *models.RenderedResponse) (string, error) {
@@ -128,13 +116,20 @@ func (r *subscriptionResolver) ResponseRendered(ctx context.Context) (<-chan *mo
 	return r.UI.SubscribeRendered(ctx, user.ID), nil
 }
 
+func (r *uiConfigResolver) ID(ctx context.Context, obj *models.UIConfig) (string, error) {
+	return models.NodeID(models.NodeUiConfig, obj.InstanceID, obj.Extension), nil
+}
+
 func (r *Resolver) Capability() graph.CapabilityResolver { return &capabilityResolver{r} }
 
 func (r *Resolver) RenderedResponse() graph.RenderedResponseResolver {
 	return &renderedResponseResolver{r}
 }
 
+func (r *Resolver) UiConfig() graph.UiConfigResolver { return &uiConfigResolver{r} }
+
 type (
 	capabilityResolver       struct{ *Resolver }
 	renderedResponseResolver struct{ *Resolver }
+	uiConfigResolver         struct{ *Resolver }
 )

@@ -37,20 +37,28 @@ func (r *mutationResolver) RunNotificationAction(ctx context.Context, notificati
 	return out, nil
 }
 
+func (r *notificationResolver) Actions(ctx context.Context, obj *notify.Notification) ([]*graph.NotificationAction, error) {
+	return notificationActions(obj), nil
+}
+
 func (r *notificationResolver) CreatedAt(ctx context.Context, obj *notify.Notification) (string, error) {
 	return models.FormatTime(obj.CreatedAt), nil
 }
 
-func (r *queryResolver) Notifications(ctx context.Context, unreadOnly *bool, first *int, after *string) (*notify.Page, error) {
+func (r *notificationConnectionResolver) Unread(ctx context.Context, obj *models.Page[*notify.Notification]) (int, error) {
+	c, err := r.caller(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return r.Notify.Unread(ctx, c.UserID)
+}
+
+func (r *queryResolver) Notifications(ctx context.Context, unreadOnly *bool, first *int, after *string) (*models.Page[*notify.Notification], error) {
 	c, err := r.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	n := 20
-	if first != nil {
-		n = *first
-	}
-	return r.Notify.List(ctx, c.UserID, unreadOnly != nil && *unreadOnly, n, deref(after))
+	return r.Notify.List(ctx, c.UserID, unreadOnly != nil && *unreadOnly, models.PageArgs{First: first, After: after})
 }
 
 func (r *subscriptionResolver) NotificationAdded(ctx context.Context) (<-chan *notify.Notification, error) {
@@ -63,4 +71,11 @@ func (r *subscriptionResolver) NotificationAdded(ctx context.Context) (<-chan *n
 
 func (r *Resolver) Notification() graph.NotificationResolver { return &notificationResolver{r} }
 
-type notificationResolver struct{ *Resolver }
+func (r *Resolver) NotificationConnection() graph.NotificationConnectionResolver {
+	return &notificationConnectionResolver{r}
+}
+
+type (
+	notificationResolver           struct{ *Resolver }
+	notificationConnectionResolver struct{ *Resolver }
+)

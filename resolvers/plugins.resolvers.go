@@ -33,7 +33,7 @@ func (r *installationResolver) Namespaces(ctx context.Context, obj *models.Insta
 	}
 	out := make([]*graph.Namespace, len(st.Namespaces))
 	for i, n := range st.Namespaces {
-		out[i] = &graph.Namespace{ID: n.ID, MaxBytes: n.MaxBytes, AiAccess: n.Access()}
+		out[i] = namespace(obj.ID, n)
 	}
 	return out, nil
 }

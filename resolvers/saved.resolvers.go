@@ -20,7 +20,7 @@ func (r *mutationResolver) SaveEntity(ctx context.Context, instanceID string, ke
 	if k == "" {
 		k = models.NewID(models.PrefixEntity)
 	}
-	return savedEntity(r.Storage.Create(ctx, c, instanceID, models.SavedEntitiesNamespace, k, entityValue(entity)))
+	return savedEntity(instanceID)(r.Storage.Create(ctx, c, instanceID, models.SavedEntitiesNamespace, k, entityValue(entity)))
 }
 
 func (r *mutationResolver) UpdateSavedEntity(ctx context.Context, instanceID string, key string, entity graph.SavedEntityInput, revision int) (*graph.SavedEntity, error) {
@@ -28,7 +28,7 @@ func (r *mutationResolver) UpdateSavedEntity(ctx context.Context, instanceID str
 	if err != nil {
 		return nil, err
 	}
-	return savedEntity(r.Storage.Update(ctx, c, instanceID, models.SavedEntitiesNamespace, key, entityValue(entity), int64(revision)))
+	return savedEntity(instanceID)(r.Storage.Update(ctx, c, instanceID, models.SavedEntitiesNamespace, key, entityValue(entity), int64(revision)))
 }
 
 func (r *mutationResolver) DeleteSavedEntity(ctx context.Context, instanceID string, key string, revision int) (bool, error) {
@@ -47,19 +47,26 @@ func (r *mutationResolver) ToggleFavorite(ctx context.Context, instanceID string
 	if err != nil {
 		return nil, err
 	}
-	return savedEntity(r.Storage.ToggleFavorite(ctx, c, instanceID, key, int64(revision)))
+	return savedEntity(instanceID)(r.Storage.ToggleFavorite(ctx, c, instanceID, key, int64(revision)))
 }
 
-func (r *queryResolver) SavedEntities(ctx context.Context, instanceID string, favoritesOnly *bool, limit *int, cursor *string) (*graph.SavedEntityPage, error) {
+func (r *queryResolver) SavedEntities(ctx context.Context, instanceID string, favoritesOnly *bool, first *int, after *string) (*models.Page[*graph.SavedEntity], error) {
 	c, err := r.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.Storage.SavedEntities(ctx, c, instanceID, favoritesOnly != nil && *favoritesOnly, limit, deref(cursor))
+	items, err := r.Storage.SavedEntities(ctx, c, instanceID, favoritesOnly != nil && *favoritesOnly, models.PageArgs{First: first, After: after})
 	if err != nil {
 		return nil, err
 	}
-	return savedPage(res)
+	page := &models.Page[*graph.SavedEntity]{Edges: make([]models.Edge[*graph.SavedEntity], len(items.Edges)), PageInfo: items.PageInfo}
+	for i, e := range items.Edges {
+		page.Edges[i].Cursor = e.Cursor
+		if page.Edges[i].Node, err = entityOf(instanceID, e.Node); err != nil {
+			return nil, err
+		}
+	}
+	return page, nil
 }
 
 func (r *queryResolver) SavedEntity(ctx context.Context, instanceID string, key string) (*graph.SavedEntity, error) {
@@ -67,5 +74,5 @@ func (r *queryResolver) SavedEntity(ctx context.Context, instanceID string, key 
 	if err != nil {
 		return nil, err
 	}
-	return savedEntity(r.Storage.Get(ctx, c, instanceID, models.SavedEntitiesNamespace, key))
+	return savedEntity(instanceID)(r.Storage.Get(ctx, c, instanceID, models.SavedEntitiesNamespace, key))
 }

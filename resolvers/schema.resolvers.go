@@ -25,6 +25,14 @@ func (r *queryResolver) Viewer(ctx context.Context) (*models.User, error) {
 	return auth.Require(ctx)
 }
 
+func (r *queryResolver) Node(ctx context.Context, id string) (models.Node, error) {
+	user, err := auth.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.node(ctx, user, id)
+}
+
 func (r *queryResolver) ValidateManifest(ctx context.Context, manifest models.JSON) (*validator.Report, error) {
 	if _, err := auth.Require(ctx); err != nil {
 		return nil, err

@@ -119,20 +119,21 @@ func (w *world) pass(t *testing.T) {
 func (w *world) runs(t *testing.T, capabilityID string) int {
 	t.Helper()
 	n := 0
-	for cursor := int64(0); ; {
-		entries, more, err := w.env.Store.Audit(context.Background(), w.user.ID, storage.AuditQuery{Actor: models.ActorBackground, Limit: 100, Before: cursor})
+	q := storage.AuditQuery{Actor: models.ActorBackground, Page: models.PageArgs{First: new(100)}}
+	for {
+		page, err := w.env.Store.Audit(context.Background(), w.user.ID, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range entries {
+		for _, e := range page.Nodes() {
 			if e.Operation == storage.OperationRun && e.Capability == capabilityID {
 				n++
 			}
-			cursor = e.ID
 		}
-		if !more {
+		if !page.PageInfo.HasNextPage {
 			return n
 		}
+		q.Page.After = page.PageInfo.EndCursor
 	}
 }
 
@@ -167,7 +168,8 @@ func TestExactlyOneReplicaPerPeriod(t *testing.T) {
 			w.clock.add(30 * time.Second)
 		}
 		if got := w.ticks(t); got != periods {
-			entries, _, _ := w.env.Store.Audit(context.Background(), w.user.ID, storage.AuditQuery{Actor: models.ActorBackground, Limit: 100})
+			trail, _ := w.env.Store.Audit(context.Background(), w.user.ID, storage.AuditQuery{Actor: models.ActorBackground, Page: models.PageArgs{First: new(100)}})
+			entries := trail.Nodes()
 			var outcomes []string
 			for _, e := range entries {
 				outcomes = append(outcomes, e.Operation+":"+e.Outcome)
@@ -378,7 +380,8 @@ func (w *world) run(t *testing.T, capabilityID string) schedule.Run {
 // quarantines counts the audit trail's quarantine records of a capability.
 func (w *world) quarantines(t *testing.T, capabilityID string) int {
 	t.Helper()
-	entries, _, err := w.env.Store.Audit(context.Background(), w.user.ID, storage.AuditQuery{Actor: models.ActorBackground, Limit: 100})
+	trail, err := w.env.Store.Audit(context.Background(), w.user.ID, storage.AuditQuery{Actor: models.ActorBackground, Page: models.PageArgs{First: new(100)}})
+	entries := trail.Nodes()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -172,7 +172,8 @@ func TestHostActions(t *testing.T) {
 			t.Fatalf("%d runners won; the key is at revision %d", won, it.Revision)
 		}
 		// Host actions are in the audit trail, refusals included.
-		entries, _, _ := e.Store.Audit(ctx, alice.ID, storage.AuditQuery{Actor: models.ActorHost, Limit: 100})
+		trail, _ := e.Store.Audit(ctx, alice.ID, storage.AuditQuery{Actor: models.ActorHost, Page: models.PageArgs{First: new(100)}})
+		entries := trail.Nodes()
 		okN, refused := 0, 0
 		for _, en := range entries {
 			if en.Outcome == "ok" {
@@ -266,9 +267,9 @@ func TestSavedEntities(t *testing.T) {
 		plain := valid()
 		delete(plain, "favorite")
 		e.Store.Create(ctx, c, inst.ID, "saved_entities", "e2", js(plain))
-		favs, _ := e.Store.SavedEntities(ctx, c, inst.ID, true, nil, "")
-		if d := list(t, favs); len(d.Items) != 1 || d.Items[0].Key != "e1" {
-			t.Fatalf("favourites = %+v", d.Items)
+		favs, _ := e.Store.SavedEntities(ctx, c, inst.ID, true, models.PageArgs{})
+		if got := favs.Nodes(); len(got) != 1 || got[0].Key != "e1" {
+			t.Fatalf("favourites = %+v", got)
 		}
 		res, err := e.Store.ToggleFavorite(ctx, c, inst.ID, "e2", 1)
 		if err != nil {
@@ -281,9 +282,9 @@ func TestSavedEntities(t *testing.T) {
 		if models.ErrorCode(err) != models.ErrConflict {
 			t.Fatalf("stale toggle: %v", err)
 		}
-		favs, _ = e.Store.SavedEntities(ctx, c, inst.ID, true, nil, "")
-		if d := list(t, favs); len(d.Items) != 2 {
-			t.Fatalf("favourites after toggle = %+v", d.Items)
+		favs, _ = e.Store.SavedEntities(ctx, c, inst.ID, true, models.PageArgs{})
+		if got := favs.Nodes(); len(got) != 2 {
+			t.Fatalf("favourites after toggle = %+v", got)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -170,40 +171,46 @@ type AuditEntry struct {
 type AuditQuery struct {
 	InstanceID string // "" for all the user's Instances
 	Actor      string // "" for all actors
-	Limit      int    // 1 to 100; 0 selects 50
-	Before     int64  // continue below this record id (the previous page's cursor); 0 starts at the newest
+	Page       models.PageArgs
 }
 
-// Audit returns the user's own audit trail. An InstanceID that is not one of
-// the user's Instances (another user's, or unknown: the two look the same) is
-// PLUGIN_STORAGE_PERMISSION_DENIED, as for every storage operation, never an
-// empty page. The user's own Instance may be read in any state (disabled, or
-// of a plugin uninstalled with retain): the trail is the user's record of
-// what was done, not the Instance's storage.
-func (s *Service) Audit(ctx context.Context, userID string, q AuditQuery) ([]AuditEntry, bool, error) {
-	if q.Limit == 0 {
-		q.Limit = 50
+// auditList names the audit trail's cursors.
+const auditList = "storageAudit"
+
+const auditColumns = `id, installation_id, instance_id, actor, capability, namespace, item_key, operation, outcome,
+	revision_before, revision_after, value_bytes, created_at`
+
+// Audit returns a page of the user's own audit trail. An InstanceID that is
+// not one of the user's Instances (another user's, or unknown: the two look
+// the same) is PLUGIN_STORAGE_PERMISSION_DENIED, as for every storage
+// operation, never an empty page. The user's own Instance may be read in
+// any state (disabled, or of a plugin uninstalled with retain): the trail is
+// the user's record of what was done, not the Instance's storage.
+func (s *Service) Audit(ctx context.Context, userID string, q AuditQuery) (*models.Page[AuditEntry], error) {
+	size, err := q.Page.Size()
+	if err != nil {
+		return nil, err
 	}
-	if q.Limit < 1 || q.Limit > 100 {
-		return nil, false, models.Errorf(models.ErrInvalid, "limit is %d; it must be from 1 to 100", q.Limit)
+	after, err := q.Page.Position(auditList, 1)
+	if err != nil {
+		return nil, err
 	}
 	switch q.Actor {
 	case "", models.ActorAI, models.ActorHost, models.ActorCapability, models.ActorBackground:
 	default:
-		return nil, false, models.Errorf(models.ErrInvalid, "actor %q: want %s, %s, %s or %s", q.Actor, models.ActorAI, models.ActorHost, models.ActorCapability, models.ActorBackground)
+		return nil, models.Errorf(models.ErrInvalid, "actor %q: want %s, %s, %s or %s", q.Actor, models.ActorAI, models.ActorHost, models.ActorCapability, models.ActorBackground)
 	}
 	if q.InstanceID != "" {
 		r, err := s.Gate.Read(ctx, q.InstanceID)
 		if err != nil {
-			return nil, false, s.internal(err)
+			return nil, s.internal(err)
 		}
 		if err := access.Decide(models.Caller{UserID: userID}, q.InstanceID, r, access.Manage); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 	}
 	s.flushRuns() // the records of runs still waiting to be written
-	query := `SELECT id, installation_id, instance_id, actor, capability, namespace, item_key, operation, outcome,
-		revision_before, revision_after, value_bytes, created_at FROM storage_audit WHERE user_id = ?`
+	query := `SELECT ` + auditColumns + ` FROM storage_audit WHERE user_id = ?`
 	args := []any{userID}
 	if q.InstanceID != "" {
 		query += " AND instance_id = ?"
@@ -213,15 +220,41 @@ func (s *Service) Audit(ctx context.Context, userID string, q AuditQuery) ([]Aud
 		query += " AND actor = ?"
 		args = append(args, q.Actor)
 	}
-	if q.Before > 0 {
+	if after != nil {
+		before, err := models.CursorInt(auditList, after[0])
+		if err != nil {
+			return nil, err
+		}
 		query += " AND id < ?"
-		args = append(args, q.Before)
+		args = append(args, before)
 	}
 	query += " ORDER BY id DESC LIMIT ?"
-	args = append(args, q.Limit+1)
+	args = append(args, size+1)
+	out, err := s.auditRows(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return models.NewPage(auditList, size, out, func(e AuditEntry) []string { return []string{strconv.FormatInt(e.ID, 10)} }), nil
+}
+
+// AuditRecord returns one record of the user's own audit trail; another
+// user's, or an unknown one, is PLUGIN_STORAGE_PERMISSION_DENIED.
+func (s *Service) AuditRecord(ctx context.Context, userID string, id int64) (*AuditEntry, error) {
+	s.flushRuns()
+	out, err := s.auditRows(ctx, `SELECT `+auditColumns+` FROM storage_audit WHERE user_id = ? AND id = ?`, userID, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, models.Errorf(models.ErrPermissionDenied, "audit record %d does not exist or is not yours", id)
+	}
+	return &out[0], nil
+}
+
+func (s *Service) auditRows(ctx context.Context, query string, args ...any) ([]AuditEntry, error) {
 	rows, err := s.DB.Read.WithContext(ctx).Raw(query, args...).Rows()
 	if err != nil {
-		return nil, false, s.internal(err)
+		return nil, s.internal(err)
 	}
 	defer rows.Close()
 	var out []AuditEntry
@@ -230,14 +263,10 @@ func (s *Service) Audit(ctx context.Context, userID string, q AuditQuery) ([]Aud
 		var at int64
 		if err := rows.Scan(&e.ID, &e.InstallationID, &e.InstanceID, &e.Actor, &e.Capability, &e.Namespace, &e.Key,
 			&e.Operation, &e.Outcome, &e.RevisionBefore, &e.RevisionAfter, &e.ValueBytes, &at); err != nil {
-			return nil, false, s.internal(err)
+			return nil, s.internal(err)
 		}
 		e.At = time.UnixMicro(at).UTC()
 		out = append(out, e)
 	}
-	more := len(out) > q.Limit
-	if more {
-		out = out[:q.Limit]
-	}
-	return out, more, rows.Err()
+	return out, rows.Err()
 }

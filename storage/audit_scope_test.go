@@ -27,7 +27,7 @@ func TestAuditOfAnotherUsersInstanceIsDenied(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				_, _, err := s.Audit(ctx, w.alice.ID, storage.AuditQuery{InstanceID: tt.instance})
+				_, err := s.Audit(ctx, w.alice.ID, storage.AuditQuery{InstanceID: tt.instance})
 				wantCode(t, err, tt.code)
 			})
 		}
@@ -35,7 +35,7 @@ func TestAuditOfAnotherUsersInstanceIsDenied(t *testing.T) {
 		if _, err := w.env.Life.SetInstanceEnabled(ctx, w.alice, w.notes2.ID, false); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := s.Audit(ctx, w.alice.ID, storage.AuditQuery{InstanceID: w.notes2.ID})
+		_, err := s.Audit(ctx, w.alice.ID, storage.AuditQuery{InstanceID: w.notes2.ID})
 		wantCode(t, err, "")
 	})
 }

@@ -26,7 +26,8 @@ func TestAuditRecordsAreBounded(t *testing.T) {
 
 		latest := func(t *testing.T) storage.AuditEntry {
 			t.Helper()
-			entries, _, err := e.Store.Audit(ctx, alice.ID, storage.AuditQuery{Limit: 1})
+			trail, err := e.Store.Audit(ctx, alice.ID, storage.AuditQuery{Page: models.PageArgs{First: new(1)}})
+			entries := trail.Nodes()
 			if err != nil || len(entries) != 1 {
 				t.Fatalf("audit: %v %v", entries, err)
 			}

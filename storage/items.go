@@ -23,41 +23,56 @@ type ListQuery struct {
 // List returns items of a namespace in key order (by code point).
 func (s *Service) List(ctx context.Context, c models.Caller, instanceID string, q ListQuery) (out *models.ExtensionResult, opErr error) {
 	defer func() { metrics.StorageOperation("list", c.Actor, opErr) }()
-	return s.list(ctx, c, instanceID, q, nil)
+	after := ""
+	if q.Cursor != "" {
+		var err error
+		if after, err = decodeCursor(q.Cursor); err != nil {
+			return nil, err
+		}
+	}
+	data, res, err := s.list(ctx, c, instanceID, q, after, nil)
+	if err != nil {
+		return nil, err
+	}
+	if data.HasMore {
+		data.NextCursor = encodeCursor(data.Items[len(data.Items)-1].Key)
+	}
+	more := ""
+	if data.HasMore {
+		more = "; more are available"
+	}
+	res.Summary = fmt.Sprintf("Listed %d item(s) of namespace %q%s", len(data.Items), data.Namespace, more)
+	res.Data = mustJSON(data)
+	return res, nil
 }
 
-// list lists items that match the query and, when set, keep.
-func (s *Service) list(ctx context.Context, c models.Caller, instanceID string, q ListQuery, keep func(value []byte) bool) (*models.ExtensionResult, error) {
+// list lists the items after the key after that match the query and, when
+// set, keep; the result holds their evidence.
+func (s *Service) list(ctx context.Context, c models.Caller, instanceID string, q ListQuery, after string, keep func(value []byte) bool) (*models.ListData, *models.ExtensionResult, error) {
 	limit := DefaultListLimit
 	if q.Limit != nil {
 		limit = *q.Limit
 	}
 	if limit < models.MinListLimit || limit > models.MaxListLimit {
-		return nil, models.Errorf(models.ErrInvalid, "limit is %d; it must be from %d to %d", limit, models.MinListLimit, models.MaxListLimit)
+		return nil, nil, models.Errorf(models.ErrInvalid, "limit is %d; it must be from %d to %d", limit, models.MinListLimit, models.MaxListLimit)
 	}
 	folded, err := checkQuery(q.Query)
 	if err != nil {
-		return nil, err
-	}
-	after := ""
-	if q.Cursor != "" {
-		if after, err = decodeCursor(q.Cursor); err != nil {
-			return nil, err
-		}
+		return nil, nil, err
 	}
 	sc, err := s.loadScope(ctx, nil, c, instanceID)
 	if err != nil {
-		return nil, s.internal(err)
+		return nil, nil, s.internal(err)
 	}
 	ns, err := sc.namespace(c, q.Namespace, models.ToolList)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rows, err := s.listRows(ctx, sc.InstanceID, ns.ID, after, folded == "" && keep == nil, limit)
 	if err != nil {
-		return nil, s.internal(err)
+		return nil, nil, s.internal(err)
 	}
-	data := models.ListData{Namespace: ns.ID, Items: []models.ItemJSON{}}
+	data := &models.ListData{Namespace: ns.ID, Items: []models.ItemJSON{}}
 	res := &models.ExtensionResult{Evidence: []models.Evidence{}}
 	bytes := int64(0)
 	for _, r := range rows {
@@ -72,16 +87,7 @@ func (s *Service) list(ctx context.Context, c models.Caller, instanceID string, 
 		data.Items = append(data.Items, r.Model().Wire())
 		res.Evidence = append(res.Evidence, evidence(sc, ns.ID, r.Key, r.Revision))
 	}
-	if data.HasMore {
-		data.NextCursor = encodeCursor(data.Items[len(data.Items)-1].Key)
-	}
-	more := ""
-	if data.HasMore {
-		more = "; more are available"
-	}
-	res.Summary = fmt.Sprintf("Listed %d item(s) of namespace %q%s", len(data.Items), ns.ID, more)
-	res.Data = mustJSON(data)
-	return res, nil
+	return data, res, nil
 }
 
 // Get returns one item.

@@ -45,7 +45,8 @@ func TestRunRecordsSurviveClose(t *testing.T) {
 		if err := first.RecordRun(ctx, run, w.instlNotes.ID, w.notes.ID, "ok"); err != nil {
 			t.Fatal(err)
 		}
-		got, _, err := first.Audit(ctx, w.alice.ID, storage.AuditQuery{Actor: models.ActorCapability})
+		trail, err := first.Audit(ctx, w.alice.ID, storage.AuditQuery{Actor: models.ActorCapability})
+		got := trail.Nodes()
 		if err != nil || len(got) != 1 || got[0].Operation != storage.OperationRun || got[0].Capability != "notes.summary" {
 			t.Fatalf("the trail right after a run: %+v %v", got, err)
 		}
@@ -55,7 +56,8 @@ func TestRunRecordsSurviveClose(t *testing.T) {
 		first.Close()
 		later := &storage.Service{DB: w.env.DB, Bus: w.env.Store.Bus, Gate: &access.Gate{DB: w.env.DB}}
 		defer later.Close()
-		got, _, err = later.Audit(ctx, w.alice.ID, storage.AuditQuery{Actor: models.ActorCapability})
+		trail, err = later.Audit(ctx, w.alice.ID, storage.AuditQuery{Actor: models.ActorCapability})
+		got = trail.Nodes()
 		if err != nil || len(got) != 6 || got[0].Outcome != "failed-4" {
 			t.Fatalf("after Close, a new service reads %d records (%v), newest %+v; want 6, failed-4 newest", len(got), err, got)
 		}

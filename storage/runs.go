@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -80,6 +81,8 @@ func (q *runQueue) wakeLocked() {
 // FetchRecord is the audit record of one request a capability had the host
 // make: never the URL's path or query, its headers or bodies.
 type FetchRecord struct {
+	// ID numbers the record once it is written (0 before).
+	ID                                             int64
 	UserID, InstallationID, InstanceID, Capability string
 	Host, Method, Connection                       string
 	Status                                         int
@@ -113,11 +116,20 @@ func (s *Service) RecordFetches(ctx context.Context, records []FetchRecord) erro
 	return nil
 }
 
-// Fetches returns the newest fetch records of an Instance the user may
-// manage, newest first (limit 1 to 100).
-func (s *Service) Fetches(ctx context.Context, c models.Caller, instanceID string, limit int) ([]FetchRecord, error) {
-	if limit < 1 || limit > 100 {
-		return nil, models.Errorf(models.ErrInvalid, "limit is %d; it must be from 1 to 100", limit)
+// fetchList names the cursors of an Instance's fetches.
+const fetchList = "fetches"
+
+// Fetches returns a page of the requests an Instance's capabilities had the
+// host make, newest first; another user's Instance, or an unknown one, is
+// PLUGIN_STORAGE_PERMISSION_DENIED.
+func (s *Service) Fetches(ctx context.Context, c models.Caller, instanceID string, args models.PageArgs) (*models.Page[*FetchRecord], error) {
+	size, err := args.Size()
+	if err != nil {
+		return nil, err
+	}
+	after, err := args.Position(fetchList, 1)
+	if err != nil {
+		return nil, err
 	}
 	r, err := s.Gate.Read(ctx, instanceID)
 	if err != nil {
@@ -127,19 +139,44 @@ func (s *Service) Fetches(ctx context.Context, c models.Caller, instanceID strin
 		return nil, err
 	}
 	s.flushRuns()
+	q := s.DB.Read.WithContext(ctx).Where("user_id = ? AND instance_id = ?", c.UserID, instanceID)
+	if after != nil {
+		before, err := models.CursorInt(fetchList, after[0])
+		if err != nil {
+			return nil, err
+		}
+		q = q.Where("id < ?", before)
+	}
 	var rows []database.FetchAuditRow
-	if err := s.DB.Read.WithContext(ctx).Where("user_id = ? AND instance_id = ?", c.UserID, instanceID).
-		Order("id DESC").Limit(limit).Find(&rows).Error; err != nil {
+	if err := q.Order("id DESC").Limit(size + 1).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := make([]FetchRecord, len(rows))
+	return models.NewPage(fetchList, size, fetchRecords(rows), func(f *FetchRecord) []string { return []string{strconv.FormatInt(f.ID, 10)} }), nil
+}
+
+// Fetch returns one record of the user's fetches; another user's, or an
+// unknown one, is PLUGIN_STORAGE_PERMISSION_DENIED.
+func (s *Service) Fetch(ctx context.Context, userID string, id int64) (*FetchRecord, error) {
+	s.flushRuns()
+	var rows []database.FetchAuditRow
+	if err := s.DB.Read.WithContext(ctx).Where("user_id = ? AND id = ?", userID, id).Limit(1).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, models.Errorf(models.ErrPermissionDenied, "fetch record %d does not exist or is not yours", id)
+	}
+	return fetchRecords(rows)[0], nil
+}
+
+func fetchRecords(rows []database.FetchAuditRow) []*FetchRecord {
+	out := make([]*FetchRecord, len(rows))
 	for i, r := range rows {
-		out[i] = FetchRecord{UserID: r.UserID, InstallationID: r.InstallationID, InstanceID: r.InstanceID, Capability: r.Capability,
+		out[i] = &FetchRecord{ID: r.ID, UserID: r.UserID, InstallationID: r.InstallationID, InstanceID: r.InstanceID, Capability: r.Capability,
 			Host: r.Host, Method: r.Method, Connection: r.Connection, Status: r.Status, Outcome: r.Outcome,
 			BytesSent: r.BytesSent, BytesReceived: r.BytesReceived, Duration: time.Duration(r.DurationMicros) * time.Microsecond,
 			At: time.UnixMicro(r.CreatedAt).UTC()}
 	}
-	return out, nil
+	return out
 }
 
 const fetchInsertSQL = `INSERT INTO fetch_audit (user_id, installation_id, instance_id, capability, host, method, status,

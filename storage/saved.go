@@ -19,9 +19,22 @@ func checkNamespaceValue(ns string, v []byte) error {
 	return nil
 }
 
-// SavedEntities lists the Instance's saved entities, only the favourites when
-// favorites is set. It is host.storage.list on the saved_entities namespace.
-func (s *Service) SavedEntities(ctx context.Context, c models.Caller, instanceID string, favorites bool, limit *int, cursor string) (*models.ExtensionResult, error) {
+// savedList names the cursors of saved entities.
+const savedList = "savedEntities"
+
+// SavedEntities returns a page of the Instance's saved entities in key
+// order, only the favourites when favorites is set. It is host.storage.list
+// on the saved_entities namespace; a page may end before args.First records
+// when their values pass MaxListResponseBytes.
+func (s *Service) SavedEntities(ctx context.Context, c models.Caller, instanceID string, favorites bool, args models.PageArgs) (*models.Page[models.ItemJSON], error) {
+	size, err := args.Size()
+	if err != nil {
+		return nil, err
+	}
+	after, err := args.Position(savedList, 1)
+	if err != nil {
+		return nil, err
+	}
 	var keep func([]byte) bool
 	if favorites {
 		keep = func(v []byte) bool {
@@ -29,7 +42,15 @@ func (s *Service) SavedEntities(ctx context.Context, c models.Caller, instanceID
 			return json.Unmarshal(v, &e) == nil && e.Favorite != nil && *e.Favorite
 		}
 	}
-	return s.list(ctx, c, instanceID, ListQuery{Namespace: models.SavedEntitiesNamespace, Limit: limit, Cursor: cursor}, keep)
+	from := ""
+	if after != nil {
+		from = after[0]
+	}
+	data, _, err := s.list(ctx, c, instanceID, ListQuery{Namespace: models.SavedEntitiesNamespace, Limit: &size}, from, keep)
+	if err != nil {
+		return nil, err
+	}
+	return models.PageOf(savedList, data.Items, data.HasMore, func(it models.ItemJSON) []string { return []string{it.Key} }), nil
 }
 
 // ToggleFavorite flips the favorite flag of a saved entity at its revision.

@@ -142,7 +142,7 @@ func (s *Server) first(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("instance_id")
-	out := s.Execute(r.Context(), user, `query($i: ID!) { instance(id: $i) { installation { extensions { id point placement } } } }`, map[string]any{"i": id})
+	out := s.Execute(r.Context(), user, `query($i: ID!) { instance(id: $i) { installation { extensions { id: manifestId point placement } } } }`, map[string]any{"i": id})
 	var answer struct {
 		Data struct {
 			Instance *struct {

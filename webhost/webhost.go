@@ -67,13 +67,14 @@ func Inspector(r *http.Request, v Viewer) bool {
 // StartQuery is the GraphQL query the page's first load runs (variables i:
 // the instance id, e: the extension): the Instance, its package's extensions
 // with their configs, and the opening extension's config, generation and
-// persisted state.
-const StartQuery = `query($i: ID!, $e: String!) { instance(id: $i) { id name enabled grants connections { id label kind connected account } installation { id pluginId name version generation permissions aiStorageConsent extensions { id point placement config } } } start: uiConfig(instanceId: $i, extension: $e) { extension point generation config persistedState } }`
+// persisted state. The web host names an extension and a connection by the
+// plugin's own id, so the queries read manifestId as id.
+const StartQuery = `query($i: ID!, $e: String!) { instance(id: $i) { id name enabled grants connections { id: manifestId label kind connected account } installation { id pluginId name version generation permissions aiStorageConsent extensions { id: manifestId point placement config } } } start: uiConfig(instanceId: $i, extension: $e) { extension point generation config persistedState } }`
 
 // HomeQuery is the GraphQL query of the home: the viewer's Installations,
 // their Instances and extensions.
-const HomeQuery = `{ installations { id name description version instances { id name enabled } extensions { id point placement description icon } } ` +
-	`renderedResponses(first: 5) { ` + ResponseFields + ` } }`
+const HomeQuery = `{ installations { id name description version instances { id name enabled } extensions { id: manifestId point placement description icon } } ` +
+	`renderedResponses(first: 5) { nodes { ` + ResponseFields + ` } } }`
 
 // ResponseFields are the fields of a RenderedResponse the home shows.
 const ResponseFields = `messageId instanceId extension capability generation createdAt data`

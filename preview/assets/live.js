@@ -28,7 +28,9 @@ function answer(status, body) {
   return { data: body.data };
 }
 
-var notificationFields = 'id instanceId pluginId title body severity read createdAt actions { id label type extension }';
+// The runtime names an extension, a connection and a notification's action by
+// the plugin's own id (its manifestId or actionId), read here as id.
+var notificationFields = 'id instanceId pluginId title body severity read createdAt actions { id: actionId label type extension }';
 
 // Connection is the page's link to the server at the GraphQL path graphql.
 // subscribe(instance, handler) joins the Instance's storageChanged
@@ -146,7 +148,7 @@ export function Connection(graphql) {
 
   var notifications = {
     list: function () {
-      return gql('query { notifications(first: 20) { unread notifications { ' + notificationFields + ' } } }')
+      return gql('query { notifications(first: 20) { unread notifications: nodes { ' + notificationFields + ' } } }')
         .then(function (r) { return r.error ? { error: r.error } : r.data.notifications; });
     },
     markRead: function (ids) {
@@ -198,7 +200,7 @@ export function liveHost(conn, env) {
   // storageChanged event, its own writes too.
   var subscribed = false;
 
-  var instanceQuery = 'query($i: ID!) { viewer { name admin } instance(id: $i) { id name enabled grants installation { id pluginId name version generation permissions aiStorageConsent extensions { id point } } } }';
+  var instanceQuery = 'query($i: ID!) { viewer { name admin } instance(id: $i) { id name enabled grants installation { id pluginId name version generation permissions aiStorageConsent extensions { id: manifestId point } } } }';
 
   // blockedOf says why an Instance cannot be shown, or null.
   function blockedOf(r) {
@@ -366,7 +368,7 @@ export function liveHost(conn, env) {
     });
     return out;
   }
-  var connectionsQuery = 'query($i: ID!) { instance(id: $i) { connections { id label kind connected account } } }';
+  var connectionsQuery = 'query($i: ID!) { instance(id: $i) { connections { id: manifestId label kind connected account } } }';
 
   // connections reads the Instance's connections again.
   function connections() {
@@ -378,7 +380,7 @@ export function liveHost(conn, env) {
 
   // connectKey keeps an API key for a connection; the page forgets it.
   function connectKey(id, key) {
-    return gql('mutation($i: ID!, $c: String!, $k: String!) { connectApiKey(instanceId: $i, connection: $c, key: $k) { id } }', { i: instanceID, c: id, k: key })
+    return gql('mutation($i: ID!, $c: String!, $k: String!) { connectApiKey(instanceId: $i, connection: $c, key: $k) { connected } }', { i: instanceID, c: id, k: key })
       .then(function (r) { return r.error ? { error: r.error } : connections(); });
   }
 

@@ -194,7 +194,7 @@ function buildHome() {
       });
     });
     if (!n) list.appendChild(el('p', null, 'You have no plugin Instances yet.'));
-    (r.data.renderedResponses || []).slice().reverse().forEach(showResponse);
+    ((r.data.renderedResponses || {}).nodes || []).slice().reverse().forEach(showResponse);
     conn.watchResponses(cfg.response_fields, showResponse);
   });
 }
