@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 )
 
 // Compilation happens in a child process: the server's own binary, started
@@ -76,7 +78,9 @@ func compilerMain(dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if _, err := rt.CompileModule(ctx, wasm); err != nil {
+	// Functions compile in parallel, one worker a processor: the author's
+	// loop waits for this compilation after every change of its code.
+	if _, err := rt.CompileModule(experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0)), wasm); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return compilerInvalid
 	}

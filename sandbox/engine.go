@@ -32,6 +32,12 @@ type Engine struct {
 	cacheDir string
 	tempDir  bool // cacheDir is the engine's own, removed by Close
 
+	// interp runs pre-initializations: an interpreter compiles a module in
+	// a fraction of the compiler's time, and initialization runs once.
+	interpOnce sync.Once
+	interp     wazero.Runtime
+	interpErr  error
+
 	budget   budget        // the memory of all runs at once
 	slots    chan struct{} // one per run at once, overall
 	compiles chan struct{} // one per compilation at once
@@ -82,6 +88,9 @@ type Module struct {
 	refs     int   // runs using it (under Engine.mu)
 	used     time.Time
 	evicted  bool // dropped from the engine; closed when its last run ends
+	// rt is the runtime it was compiled by: the engine's (nil), or its
+	// interpreter for a pre-initialization.
+	rt wazero.Runtime
 	// globals names the exports of the module's mutable globals, and
 	// stackBudget is the stack weight its instrumentation traps beyond.
 	globals     []string
@@ -150,10 +159,30 @@ func New(ctx context.Context, cacheDir string, limits Limits) (*Engine, error) {
 // which leave the machine code at every loop and call, are off: the
 // instrumentation calls yield instead, a thousand times less often.
 func newRuntime(ctx context.Context, cache wazero.CompilationCache) (wazero.Runtime, error) {
-	cfg := wazero.NewRuntimeConfig().
-		WithCoreFeatures(api.CoreFeaturesV2).
-		WithCloseOnContextDone(false).
-		WithCompilationCache(cache)
+	return hostRuntime(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
+}
+
+// interpreter returns the engine's interpreter, made on first use: the
+// runtime of pre-initializations, with the same features and host functions
+// as the engine's.
+func (e *Engine) interpreter(ctx context.Context) (wazero.Runtime, error) {
+	e.interpOnce.Do(func() {
+		e.mu.Lock()
+		closed := e.closed
+		e.mu.Unlock()
+		if closed {
+			e.interpErr = ErrClosed
+			return
+		}
+		e.interp, e.interpErr = hostRuntime(ctx, wazero.NewRuntimeConfigInterpreter())
+	})
+	return e.interp, e.interpErr
+}
+
+// hostRuntime completes cfg with the features every runtime of the engine
+// has and gives the runtime the host's modules.
+func hostRuntime(ctx context.Context, cfg wazero.RuntimeConfig) (wazero.Runtime, error) {
+	cfg = cfg.WithCoreFeatures(api.CoreFeaturesV2).WithCloseOnContextDone(false)
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if err := instantiateWASI(ctx, rt); err != nil {
 		rt.Close(ctx)
@@ -238,6 +267,10 @@ func (e *Engine) Close(ctx context.Context) error {
 		return ctx.Err()
 	}
 	err := e.rt.Close(ctx)
+	e.interpOnce.Do(func() {}) // waits for one being made
+	if e.interp != nil {
+		e.interp.Close(ctx)
+	}
 	e.cache.Close(ctx)
 	if e.tempDir {
 		os.RemoveAll(e.cacheDir)

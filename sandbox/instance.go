@@ -114,7 +114,11 @@ func (e *Engine) instantiate(ctx context.Context, m *Module, deterministic bool)
 			e.budget.give(in.fixed)
 		}
 	}()
-	mod, err := e.rt.InstantiateModule(ctx, m.compiled, cfg)
+	rt := e.rt
+	if m.rt != nil {
+		rt = m.rt
+	}
+	mod, err := rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
 		// Its start function trapped or ran out of time, or a segment
 		// did not fit: the module's failure, as a trap in a run is.

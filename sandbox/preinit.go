@@ -15,7 +15,9 @@ import (
 // _initialize within the run's limits, and writes its memory and globals
 // into the module (wasmbin.Module.Preinitialize). The same module gives the
 // same bytes. A reactor without _initialize is returned as it is; a command
-// cannot be pre-initialized.
+// cannot be pre-initialized. The module runs in the engine's interpreter,
+// in this process: pre-initialize only the modules of the plugin being
+// built, never those a server receives.
 func (e *Engine) Preinitialize(ctx context.Context, wasm []byte) ([]byte, error) {
 	parsed, facts, err := wasmbin.Check(wasm, e.limits.Structure)
 	if err != nil {
@@ -30,11 +32,22 @@ func (e *Engine) Preinitialize(ctx context.Context, wasm []byte) ([]byte, error)
 	if !facts.Restorable {
 		return nil, errors.New("the module changes its tables or drops segments: its state is more than its memory and globals, so it cannot be pre-initialized")
 	}
-	m, err := e.Compile(ctx, wasm)
+	// The interpreter compiles in a tenth of the compiler's time, and
+	// initialization runs once: the author's loop waits for it.
+	instrumented, err := parsed.Instrument(e.limits.StackBytes)
 	if err != nil {
 		return nil, err
 	}
-	defer e.Release(m)
+	rt, err := e.interpreter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := rt.CompileModule(ctx, instrumented)
+	if err != nil {
+		return nil, fmt.Errorf("not a valid WebAssembly module: %v", err)
+	}
+	defer cm.Close(context.Background())
+	m := &Module{compiled: cm, facts: facts, rt: rt, globals: parsed.MutableGlobalExports(), stackBudget: e.limits.StackBytes}
 	ctx, cancel := context.WithTimeout(ctx, e.limits.Timeout)
 	defer cancel()
 	in, err := e.instantiate(ctx, m, true)
