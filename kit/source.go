@@ -4,10 +4,10 @@ package kit
 
 import "embed"
 
-// Source holds the kit's own source files, for pluginhost build to build a
-// capability whose folder is not in a Go module of its own: it gives it a
-// module that requires this package. It is not part of a capability built
+// Source holds the kit's own source files (tests and this file among them),
+// for pluginhost new and pluginhost build to give a plugin folder the kit of
+// the binary as a Go module of its own. It is not part of a capability built
 // for WebAssembly.
 //
-//go:embed kit.go request.go result.go warm.go
+//go:embed *.go
 var Source embed.FS

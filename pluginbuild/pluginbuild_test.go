@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"pluginhost/internal/testenv"
 	"pluginhost/pluginbuild"
 	"pluginhost/sandbox"
 	"pluginhost/wasmbin"
@@ -109,5 +112,187 @@ func TestBuildRefuses(t *testing.T) {
 				t.Fatalf("got %v, want an error saying %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// setManifest rewrites the example's manifest with old replaced by new.
+func setManifest(t *testing.T, dir, old, new string) {
+	t.Helper()
+	file := filepath.Join(dir, "manifest.json")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(old)) {
+		t.Fatalf("the manifest does not hold %q", old)
+	}
+	if err := os.WriteFile(file, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A build applies the validator's path rules before it reads or writes
+// anything: a module or a source out of the plugin folder, by .. or by a
+// symbolic link, is refused with the rule, and nothing is written outside.
+func TestBuildStaysInTheFolder(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(t *testing.T, dir, outside string)
+		want   string
+	}{
+		{"a module two levels up", func(t *testing.T, dir, outside string) {
+			setManifest(t, dir, `"capabilities/summary.wasm"`, `"capabilities/../../x.wasm"`)
+		}, `manifest.json /capabilities/0/module: "capabilities/../../x.wasm" is not a clean relative path`},
+		{"a source out of the folder", func(t *testing.T, dir, outside string) {
+			setManifest(t, dir, `"src/summary"`, `"../x"`)
+		}, `manifest.json /capabilities/0/source: "../x" is not a clean relative path`},
+		{"an absolute source", func(t *testing.T, dir, outside string) {
+			setManifest(t, dir, `"src/summary"`, `"/tmp/x"`)
+		}, `manifest.json /capabilities/0/source: "/tmp/x" is not a clean relative path`},
+		{"a source that is a symbolic link out", func(t *testing.T, dir, outside string) {
+			os.CopyFS(filepath.Join(outside, "x"), os.DirFS(filepath.Join(dir, "src", "summary")))
+			os.RemoveAll(filepath.Join(dir, "src", "summary"))
+			symlink(t, filepath.Join(outside, "x"), filepath.Join(dir, "src", "summary"))
+		}, "src/summary is a symbolic link out of the plugin folder"},
+		{"a source file that is a symbolic link out", func(t *testing.T, dir, outside string) {
+			os.WriteFile(filepath.Join(outside, "extra.go"), []byte("package main\n"), 0o644)
+			symlink(t, filepath.Join(outside, "extra.go"), filepath.Join(dir, "src", "summary", "extra.go"))
+		}, "src/summary/extra.go is a symbolic link out of the plugin folder"},
+		{"a module folder that is a symbolic link out", func(t *testing.T, dir, outside string) {
+			symlink(t, outside, filepath.Join(dir, "capabilities"))
+		}, "capabilities is a symbolic link out of the plugin folder"},
+		{"a module file that is a symbolic link out", func(t *testing.T, dir, outside string) {
+			os.MkdirAll(filepath.Join(dir, "capabilities"), 0o755)
+			symlink(t, filepath.Join(outside, "summary.wasm"), filepath.Join(dir, "capabilities", "summary.wasm"))
+		}, "capabilities/summary.wasm is a symbolic link out of the plugin folder"},
+		{"a manifest that is a symbolic link out", func(t *testing.T, dir, outside string) {
+			os.Rename(filepath.Join(dir, "manifest.json"), filepath.Join(outside, "manifest.json"))
+			symlink(t, filepath.Join(outside, "manifest.json"), filepath.Join(dir, "manifest.json"))
+		}, "manifest.json is a symbolic link out of the plugin folder"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base := t.TempDir()
+			dir := filepath.Join(base, "a", "b", "notes")
+			if err := os.CopyFS(dir, os.DirFS("../examples/notes")); err != nil {
+				t.Fatal(err)
+			}
+			os.RemoveAll(filepath.Join(dir, "capabilities"))
+			outside := filepath.Join(base, "outside")
+			os.MkdirAll(outside, 0o755)
+			tt.change(t, dir, outside)
+			before := listFiles(t, base)
+			_, err := pluginbuild.Build(context.Background(), dir, newEngine(t), &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error saying %q", err, tt.want)
+			}
+			if after := listFiles(t, base); after != before {
+				t.Fatalf("the build wrote files:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
+
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listFiles lists every path under dir, with its size.
+func listFiles(t *testing.T, dir string) string {
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, _ := d.Info()
+		fmt.Fprintf(&b, "%s:%d ", p, info.Size())
+		return nil
+	})
+	return b.String()
+}
+
+// A Builder builds again only the sources whose files changed: an edit of
+// a screen or of another source reuses the module.
+func TestBuilderReuses(t *testing.T) {
+	dir := copyExample(t)
+	var log bytes.Buffer
+	b := &pluginbuild.Builder{Engine: newEngine(t), Log: &log}
+	reused := func() map[string]bool {
+		t.Helper()
+		built, err := b.Build(context.Background(), dir)
+		if err != nil {
+			t.Fatalf("build: %v\n%s", err, log.String())
+		}
+		out := map[string]bool{}
+		for _, m := range built {
+			out[m.Source] = m.Reused
+		}
+		return out
+	}
+	if got := reused(); got["src/summary"] || got["src/archive"] {
+		t.Fatalf("a first build reused %v", got)
+	}
+	os.WriteFile(filepath.Join(dir, "ui", "main.json"), []byte(`{}`), 0o644)
+	if got := reused(); !got["src/summary"] || !got["src/archive"] {
+		t.Fatalf("after a screen's edit: reused %v, want both", got)
+	}
+	edit := filepath.Join(dir, "src", "archive", "main.go")
+	src, _ := os.ReadFile(edit)
+	os.WriteFile(edit, append(src, "\n// edited\n"...), 0o644)
+	if got := reused(); !got["src/summary"] || got["src/archive"] {
+		t.Fatalf("after an edit of src/archive: reused %v, want src/summary only", got)
+	}
+	// A module removed from the folder is written again.
+	os.Remove(filepath.Join(dir, "capabilities", "summary.wasm"))
+	if got := reused(); got["src/summary"] {
+		t.Fatal("a removed module was not built again")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "capabilities", "summary.wasm")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A source of C files builds with clang and wasi-libc into a pre-initialized
+// reactor, as a Go source does.
+func TestBuildC(t *testing.T) {
+	if _, err := exec.LookPath("clang"); err != nil {
+		testenv.Missing(t, "clang (apt-get install "+pluginbuild.CPackages+")")
+	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "src", "count"), 0o755)
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"id": "com.example.c", "name": "C", "version": "1.0.0", "schema_version": 2,
+		"capabilities": [{"id": "c.count", "kind": "tool", "module": "capabilities/count.wasm", "source": "src/count"}]}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "src", "count", "count.c"), []byte(`#include <stdio.h>
+#include "count.h"
+static char request[1 << 16];
+__attribute__((export_name("pluginhost_run"))) void run(void) {
+	size_t n = fread(request, 1, sizeof request - 1, stdin);
+	printf("{\"summary\":\"%d\",\"data\":{}}", twice((int)n));
+	fflush(stdout);
+}
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "src", "count", "count.h"), []byte("static int twice(int n) { return 2 * n; }\n"), 0o644)
+	built, err := pluginbuild.Build(context.Background(), dir, newEngine(t), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm, err := os.ReadFile(filepath.Join(dir, "capabilities", "count.wasm"))
+	if err != nil || len(built) != 1 {
+		t.Fatalf("built %+v: %v", built, err)
+	}
+	m, facts, err := wasmbin.Check(wasm, wasmbin.Limits{})
+	if err != nil || facts.Kind != wasmbin.KindReactor {
+		t.Fatalf("%v %v", facts.Kind, err)
+	}
+	if _, ok := m.Export("_initialize"); ok {
+		t.Fatal("the C module still exports _initialize: not pre-initialized")
+	}
+	// A C source that does not export pluginhost_run says how to.
+	os.WriteFile(filepath.Join(dir, "src", "count", "count.c"), []byte("int main(void) { return 0; }\n"), 0o644)
+	_, err = pluginbuild.Build(context.Background(), dir, newEngine(t), &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), `export_name("pluginhost_run")`) {
+		t.Fatalf("got %v, want how to export pluginhost_run", err)
 	}
 }
