@@ -262,6 +262,7 @@ type ComplexityRoot struct {
 		InstallPlugin         func(childComplexity int, packageArg string) int
 		Invoke                func(childComplexity int, instanceID string, capability string, arguments models.JSON, query *string, generation *int) int
 		MarkNotificationsRead func(childComplexity int, ids []string) int
+		ReportDevelopment     func(childComplexity int, installationID string, message string) int
 		ResetInstanceStorage  func(childComplexity int, instanceID string) int
 		ResumeBackgroundRun   func(childComplexity int, instanceID string, capability string) int
 		RevokeAccessToken     func(childComplexity int, id string) int
@@ -457,6 +458,7 @@ type ComplexityRoot struct {
 		InstanceID      func(childComplexity int) int
 		ItemRevision    func(childComplexity int) int
 		Key             func(childComplexity int) int
+		Message         func(childComplexity int) int
 		Namespace       func(childComplexity int) int
 		Operation       func(childComplexity int) int
 		StorageRevision func(childComplexity int) int
@@ -563,6 +565,7 @@ type MutationResolver interface {
 	InstallPlugin(ctx context.Context, packageArg string) (*models.Installation, error)
 	UpdatePlugin(ctx context.Context, installationID string, packageArg string) (*models.Installation, error)
 	UninstallPlugin(ctx context.Context, installationID string) (bool, error)
+	ReportDevelopment(ctx context.Context, installationID string, message string) (int, error)
 	CreateInstance(ctx context.Context, installationID string, name *string) (*models.Instance, error)
 	SetInstanceEnabled(ctx context.Context, instanceID string, enabled bool) (*models.Instance, error)
 	SetInstanceGrant(ctx context.Context, instanceID string, permission string, granted bool) (*models.Instance, error)
@@ -1578,6 +1581,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.MarkNotificationsRead(childComplexity, args["ids"].([]string)), true
+	case "Mutation.reportDevelopment":
+		if e.ComplexityRoot.Mutation.ReportDevelopment == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_reportDevelopment_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReportDevelopment(childComplexity, args["installationId"].(string), args["message"].(string)), true
 	case "Mutation.resetInstanceStorage":
 		if e.ComplexityRoot.Mutation.ResetInstanceStorage == nil {
 			break
@@ -2584,6 +2598,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.StorageChange.Key(childComplexity), true
+	case "StorageChange.message":
+		if e.ComplexityRoot.StorageChange.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StorageChange.Message(childComplexity), true
 	case "StorageChange.namespace":
 		if e.ComplexityRoot.StorageChange.Namespace == nil {
 			break
@@ -3586,6 +3606,8 @@ func (ec *executionContext) childFields_StorageChange(ctx context.Context, field
 		return ec.fieldContext_StorageChange_itemRevision(ctx, field)
 	case "generation":
 		return ec.fieldContext_StorageChange_generation(ctx, field)
+	case "message":
+		return ec.fieldContext_StorageChange_message(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type StorageChange", field.Name)
 }
@@ -4099,6 +4121,28 @@ func (ec *executionContext) field_Mutation_markNotificationsRead_args(ctx contex
 		return nil, err
 	}
 	args["ids"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_reportDevelopment_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "installationId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["installationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "message",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["message"] = arg1
 	return args, nil
 }
 
@@ -9150,6 +9194,50 @@ func (ec *executionContext) fieldContext_Mutation_uninstallPlugin(ctx context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_reportDevelopment(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_reportDevelopment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReportDevelopment(ctx, fc.Args["installationId"].(string), fc.Args["message"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_reportDevelopment(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Int does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_reportDevelopment_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createInstance(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13049,6 +13137,29 @@ func (ec *executionContext) _StorageChange_generation(ctx context.Context, field
 }
 func (ec *executionContext) fieldContext_StorageChange_generation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("StorageChange", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _StorageChange_message(ctx context.Context, field graphql.CollectedField, obj *models.StorageChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StorageChange_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_StorageChange_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StorageChange", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Subscription_storageChanged(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -17199,6 +17310,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "reportDevelopment":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_reportDevelopment(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createInstance":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createInstance(ctx, field)
@@ -19072,6 +19190,11 @@ func (ec *executionContext) _StorageChange(ctx context.Context, sel ast.Selectio
 		case "generation":
 			out.Values[i] = ec._StorageChange_generation(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._StorageChange_message(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:

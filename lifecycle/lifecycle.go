@@ -371,6 +371,33 @@ func (s *Service) Instance(ctx context.Context, user *models.User, id string) (*
 	return &r.Instance, nil
 }
 
+// ReportDevelopment tells the open surfaces of one of the user's
+// Installations why the author's latest change was not installed (what
+// pluginhost dev reports): the watchers of each of its Instances get an
+// OpDevelopment change with the message. Nothing is stored. It returns how
+// many Instances were told.
+func (s *Service) ReportDevelopment(ctx context.Context, user *models.User, installationID, message string) (int, error) {
+	message = strings.TrimSpace(message)
+	if message == "" || len(message) > models.MaxDevelopmentMessage {
+		return 0, models.Errorf(models.ErrBadUserInput, "message has %d bytes; it has 1 to %d", len(message), models.MaxDevelopmentMessage)
+	}
+	instl, err := s.Installation(ctx, user, installationID)
+	if err != nil {
+		return 0, err
+	}
+	instances, err := s.Instances(ctx, instl.ID)
+	if err != nil {
+		return 0, err
+	}
+	changes := make([]models.StorageChange, len(instances))
+	for i, in := range instances {
+		changes[i] = models.StorageChange{InstanceID: in.ID, UserID: user.ID, InstallationID: instl.ID,
+			Operation: models.OpDevelopment, Generation: instl.Generation, Message: &message}
+	}
+	s.publish(changes)
+	return len(instances), nil
+}
+
 // Instances returns the Instances of one Installation, oldest first.
 func (s *Service) Instances(ctx context.Context, installationID string) ([]*models.Instance, error) {
 	var rows []database.InstanceRow

@@ -158,6 +158,12 @@ func (w *watch) Deliver(c models.StorageChange) {
 
 // accept delivers a change in revision order, filtered. w.mu is held.
 func (w *watch) accept(c models.StorageChange) {
+	if c.Operation == models.OpDevelopment {
+		// A notice about no change: it carries the revision the client has.
+		c.StorageRevision, c.Generation = w.last, w.gen
+		w.send(&c)
+		return
+	}
 	if c.StorageRevision <= w.last {
 		return // late or repeated: the client already has a newer revision
 	}

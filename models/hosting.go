@@ -14,6 +14,16 @@ const (
 // config and drop handles of the old one.
 const OpPackage = "package"
 
+// OpDevelopment is the StorageChange operation that tells the open surfaces
+// of an Installation why the author's latest change was not installed
+// (pluginhost dev); Message says why, and the version they show stays. It
+// is outside the storage revision order: it changes nothing stored.
+const OpDevelopment = "development"
+
+// MaxDevelopmentMessage bounds the message of an OpDevelopment change, in
+// bytes.
+const MaxDevelopmentMessage = 4000
+
 // Persisted UI state limits (contract, "Persisted UI state").
 const (
 	// MaxPersistedStateBytes bounds one extension's persisted state of one

@@ -122,4 +122,7 @@ type StorageChange struct {
 	// Generation is the package generation of the Instance's Installation;
 	// 0 when the publisher did not know it (subscribers fill it in).
 	Generation int64 `json:"generation,omitempty"`
+	// Message is why the author's latest change was not installed, for an
+	// OpDevelopment change only.
+	Message *string `json:"message,omitempty"`
 }

@@ -113,6 +113,14 @@ func (r *mutationResolver) UninstallPlugin(ctx context.Context, installationID s
 	return true, nil
 }
 
+func (r *mutationResolver) ReportDevelopment(ctx context.Context, installationID string, message string) (int, error) {
+	user, err := auth.Require(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return r.Lifecycle.ReportDevelopment(ctx, user, installationID, message)
+}
+
 func (r *mutationResolver) CreateInstance(ctx context.Context, installationID string, name *string) (*models.Instance, error) {
 	user, err := auth.Require(ctx)
 	if err != nil {
