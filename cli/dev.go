@@ -19,17 +19,18 @@ func devCmd() Command {
 		Name:    "dev",
 		Summary: "watch a plugin folder: on every change build, validate, sign and install it on a running server",
 		Detail: "On start and after every saved change of the folder (its dot folders and built modules aside), the\n" +
-			"capabilities are built as pluginhost build does, the plugin is validated (each problem with its file and\n" +
-			"JSON Pointer), signed with a development key (made once in DIR/.pluginhost/dev.key, which packages leave\n" +
-			"out; the server is asked to trust it, which takes an admin's token, or add DIR/.pluginhost/dev.pub to its\n" +
-			"--trusted-keys) and installed, or updated as version VERSION-dev.N: open /app pages of it reload. A change\n" +
-			"that does not build or validate is reported and the last good version keeps running.",
+			"capabilities whose sources changed are built as pluginhost build does, the plugin is validated (each problem\n" +
+			"with its file and JSON Pointer), signed with a development key (made once in DIR/.pluginhost/dev.key, which\n" +
+			"packages leave out; the server is asked to trust it, which takes an admin's token, or add\n" +
+			"DIR/.pluginhost/dev.pub to its --trusted-keys) and installed, or updated as version VERSION-dev.N: open /app\n" +
+			"pages of it show the new version in place, keeping their state. A change that does not build, validate or\n" +
+			"install is reported here and on the open pages, and the last good version keeps running.",
 		Setup: func(fs *FlagSet) Runner {
 			dir := fs.String("dir", "PLUGINHOST_DEV_DIR", "", "the plugin folder (required)")
 			server := fs.String("server", "PLUGINHOST_SERVER", "http://127.0.0.1:8080", "the running server's base URL")
 			token := fs.String("token", "PLUGINHOST_TOKEN", "", "your bearer token on that server (required; pluginhost token create)")
 			keyPath := fs.String("key", "PLUGINHOST_DEV_KEY", "", "sign with this publisher key, PREFIX.key, instead of the development key")
-			interval := fs.Duration("interval", "PLUGINHOST_DEV_INTERVAL", 500*time.Millisecond, 50*time.Millisecond, time.Minute,
+			interval := fs.Duration("interval", "PLUGINHOST_DEV_INTERVAL", devloop.DefaultInterval, 20*time.Millisecond, time.Minute,
 				"how often the folder is looked at for changes")
 			once := fs.Bool("once", "PLUGINHOST_DEV_ONCE", false, "build and install once, then stop (exit 1 when it is not installed)")
 			cacheDir := fs.String("cache-dir", "PLUGINHOST_BUILD_CACHE_DIR", defaultCacheDir(), "folder of compiled modules")

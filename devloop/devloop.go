@@ -1,8 +1,9 @@
 // Package devloop is the plugin author's loop (pluginhost dev): it watches a
-// plugin folder and, on every change, builds its capabilities, validates it,
-// signs it with a development key and installs or updates it on a running
-// server, which reloads the web host pages that show it. A change that does
-// not build or validate leaves the last good version running.
+// plugin folder and, on every change, builds the capabilities whose sources
+// changed, validates it, signs it with a development key and installs or
+// updates it on a running server, whose open web host pages show the new
+// version in place. A change that does not build, validate or install leaves
+// the last good version running, and the terminal and the open pages say why.
 package devloop
 
 import (
@@ -47,11 +48,23 @@ type Loop struct {
 	Out      io.Writer       // what the author reads
 	Client   *http.Client
 
-	seen        string // the fingerprint of the folder last tried
-	good        string // the version running on the server
-	instance    string
-	lastFailure string
+	builder        pluginbuild.Builder
+	seen           string // the fingerprint of the folder last tried
+	good           string // the version running on the server
+	installationID string // its Installation
+	instance       string
+	lastFailure    string
+	// untrusted is set while the server refuses the key: the loop tries
+	// again now and then, for an admin may trust it meanwhile.
+	untrusted time.Time
 }
+
+// DefaultInterval is how often the folder is looked at for changes.
+const DefaultInterval = 100 * time.Millisecond
+
+// untrustedRetry is how often a loop whose key the server does not trust
+// tries again.
+const untrustedRetry = 5 * time.Second
 
 // Run tries the folder now, then again after every change, until ctx ends.
 // It returns nil when ctx ends; only a loop that cannot start (no key, no
@@ -63,7 +76,9 @@ func (l *Loop) Run(ctx context.Context) error {
 	fmt.Fprintf(l.Out, "watching %s (every %v); stop with Ctrl-C\n", l.Dir, l.Interval)
 	for {
 		fp, err := l.fingerprint()
-		if err == nil && fp != l.seen {
+		if err == nil && fp == l.seen && !l.untrusted.IsZero() && time.Since(l.untrusted) > untrustedRetry {
+			l.try(ctx)
+		} else if err == nil && fp != l.seen {
 			// A change is tried once the folder stays still for one interval:
 			// an editor's save is often several writes.
 			select {
@@ -106,11 +121,25 @@ func (l *Loop) start(ctx context.Context) error {
 		l.Out = io.Discard
 	}
 	if l.Interval <= 0 {
-		l.Interval = 500 * time.Millisecond
+		l.Interval = DefaultInterval
 	}
 	l.Server = strings.TrimRight(l.Server, "/")
+	if l.builder.Engine == nil {
+		l.builder = pluginbuild.Builder{Engine: l.Engine, Log: l.Out}
+	}
 	if l.Key != nil {
 		return nil
+	}
+	// The key's folder is the loop's only write outside the build: it
+	// stays in the plugin folder too.
+	root, err := os.OpenRoot(l.Dir)
+	if err != nil {
+		return fmt.Errorf("the plugin folder: %w", err)
+	}
+	err = pluginbuild.Inside(root, StateDir+"/dev.key")
+	root.Close()
+	if err != nil {
+		return err
 	}
 	prefix := filepath.Join(l.Dir, StateDir, "dev")
 	key, err := bundle.LoadPrivateKey(prefix + ".key")
@@ -145,38 +174,120 @@ func (l *Loop) start(ctx context.Context) error {
 	return nil
 }
 
-// try builds, validates, signs and installs the folder; a failure is shown
-// and leaves the last good version running.
+// folderError is a change that does not build or validate: the author
+// fixes the folder.
+type folderError struct{ error }
+
+func (e folderError) Unwrap() error { return e.error }
+
+// untrustedError is an install refused because the server does not trust
+// the key that signed it.
+type untrustedError struct {
+	error
+	keyID string
+}
+
+// try builds, validates, signs and installs the folder; a failure is shown,
+// in the terminal and on the open pages, and leaves the last good version
+// running.
 func (l *Loop) try(ctx context.Context) error {
 	begun := time.Now()
-	fmt.Fprintf(l.Out, "\n%s  change seen: building %s\n", begun.Format("15:04:05"), l.Dir)
-	err := l.deliver(ctx)
-	if err != nil {
-		kept := "nothing of it is installed yet"
-		if l.good != "" {
-			kept = "the server keeps running " + l.good
-		}
-		fmt.Fprintf(l.Out, "NOT UPDATED: %v\n(%s; fix the folder and save again)\n", err, kept)
-		return err
+	retry := !l.untrusted.IsZero()
+	if !retry {
+		fmt.Fprintf(l.Out, "\n%s  change seen: building %s\n", begun.Format("15:04:05"), l.Dir)
 	}
-	fmt.Fprintf(l.Out, "done in %v\n", time.Since(begun).Round(time.Millisecond))
-	return nil
+	err := l.deliver(ctx)
+	if err == nil {
+		if retry {
+			fmt.Fprintln(l.Out, "the server trusts the development key now")
+		}
+		l.untrusted, l.lastFailure = time.Time{}, ""
+		fmt.Fprintf(l.Out, "done in %v\n", time.Since(begun).Round(time.Millisecond))
+		return nil
+	}
+	kept := "nothing of it is installed yet"
+	if l.good != "" {
+		kept = "the server keeps running " + l.good
+	}
+	var folder folderError
+	var untrusted untrustedError
+	var next string
+	switch {
+	case errors.As(err, &untrusted):
+		l.untrusted = time.Now()
+		if err.Error() == l.lastFailure {
+			return err // said already; still waiting
+		}
+		next = l.trustSteps(untrusted.keyID)
+	case errors.As(err, &folder):
+		l.untrusted = time.Time{}
+		next = "fix the folder and save again"
+	default:
+		l.untrusted = time.Time{}
+		next = "save again to retry"
+	}
+	l.lastFailure = err.Error()
+	if untrusted.keyID != "" {
+		fmt.Fprintf(l.Out, "NOT UPDATED: %v\n(%s)\n%s\n", err, kept, next)
+	} else {
+		fmt.Fprintf(l.Out, "NOT UPDATED: %v\n(%s; %s)\n", err, kept, next)
+	}
+	l.report(ctx, err)
+	return err
+}
+
+// trustSteps says how the server comes to trust the development key.
+func (l *Loop) trustSteps(keyID string) string {
+	pub := bundle.FormatPublicKey(l.Key.Public().(ed25519.PublicKey))
+	query, _ := json.Marshal(map[string]string{"query": fmt.Sprintf(`mutation { trustPublisherKey(publicKey: %q) }`, pub)})
+	return fmt.Sprintf("The server does not trust the development key %s. To trust it, an admin of the server runs\n"+
+		"  curl -sS %s/graphql -H 'Authorization: Bearer ADMIN_TOKEN' -H 'Content-Type: application/json' --data '%s'\n"+
+		"or adds %s to the server's --trusted-keys folder and restarts it.\n"+
+		"(pluginhost dev started with an admin's token trusts its key itself: pluginhost token create --user NAME --admin.)\n"+
+		"This loop tries again every %v.",
+		keyID, l.Server, query, filepath.Join(l.Dir, StateDir, "dev.pub"), untrustedRetry)
+}
+
+// report tells the open pages of the installed version why the change was
+// not installed; a server that cannot be told is left alone.
+func (l *Loop) report(ctx context.Context, failure error) {
+	if l.installationID == "" {
+		return
+	}
+	msg := failure.Error()
+	if len(msg) > models.MaxDevelopmentMessage {
+		msg = strings.ToValidUTF8(msg[:models.MaxDevelopmentMessage-3], "") + "..."
+	}
+	var out struct{ ReportDevelopment int }
+	if err := l.graphql(ctx, `mutation($i:ID!,$m:String!){reportDevelopment(installationId:$i,message:$m)}`,
+		map[string]any{"i": l.installationID, "m": msg}, &out); err != nil {
+		fmt.Fprintf(l.Out, "(the open pages could not be told: %v)\n", err)
+	}
 }
 
 func (l *Loop) deliver(ctx context.Context) error {
-	if _, err := pluginbuild.Build(ctx, l.Dir, l.Engine, l.Out); err != nil {
-		return fmt.Errorf("build: %w", err)
+	if _, err := l.builder.Build(ctx, l.Dir); err != nil {
+		return folderError{fmt.Errorf("build: %w", err)}
 	}
 	folder, err := bundle.ReadPlugin(l.Dir)
 	if err != nil {
-		return err
+		return folderError{err}
 	}
 	m, report := validator.CheckPlugin(folder.Files)
 	if !report.Valid || len(report.Warnings) > 0 {
 		report.WriteText(l.Out)
 	}
 	if !report.Valid {
-		return fmt.Errorf("%s is not a valid plugin (%d errors above, each with its file and JSON Pointer)", l.Dir, len(report.Errors))
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s is not a valid plugin (%d errors, each with its file and JSON Pointer)", l.Dir, len(report.Errors))
+		for i, p := range report.Errors {
+			if i == 3 {
+				fmt.Fprintf(&b, "\n  and %d more", len(report.Errors)-i)
+				break
+			}
+			fmt.Fprintf(&b, "\n  %s %s [%s] %s", p.File, p.Path, p.Code, p.Message)
+		}
+		return folderError{errors.New(b.String())}
 	}
 	installed, err := l.installation(ctx, m.ID)
 	if err != nil {
@@ -210,15 +321,20 @@ func (l *Loop) deliver(ctx context.Context) error {
 		err = l.graphql(ctx, `mutation($i:ID!,$p:String!){installation:updatePlugin(installationId:$i,package:$p)`+fields+`}`, vars, &res)
 	}
 	if err != nil {
+		keyID := bundle.KeyID(l.Key.Public().(ed25519.PublicKey))
+		if models.ErrorCode(err) == models.ErrPackageRejected && strings.Contains(err.Error(), keyID+" is not trusted") {
+			return untrustedError{fmt.Errorf("the server refused %s %s: %w", m.ID, version, err), keyID}
+		}
 		return fmt.Errorf("the server refused %s %s: %w", m.ID, version, err)
 	}
 	in := res.Installation
 	l.good = m.ID + " " + in.Version
+	l.installationID = in.ID
 	verb := "updated"
 	if installed == nil {
 		verb = "installed"
 	}
-	fmt.Fprintf(l.Out, "%s %s %s (generation %d); open pages reload it\n", verb, m.ID, in.Version, in.Generation)
+	fmt.Fprintf(l.Out, "%s %s %s (generation %d); open pages show it\n", verb, m.ID, in.Version, in.Generation)
 	if len(in.Instances) == 0 {
 		var inst struct{ CreateInstance struct{ ID string } }
 		if err := l.graphql(ctx, `mutation($i:ID!){createInstance(installationId:$i,name:"Development"){id}}`, map[string]any{"i": in.ID}, &inst); err != nil {
@@ -262,6 +378,7 @@ func (l *Loop) installation(ctx context.Context, pluginID string) (*installed, e
 				pluginID, in.PublisherKeyID, id)
 		}
 		i := in.installed
+		l.installationID = i.ID
 		return &i, nil
 	}
 	return nil, nil
@@ -309,7 +426,13 @@ func setVersion(files map[string][]byte, version string) error {
 // dot folders and the modules the build writes.
 func (l *Loop) fingerprint() (string, error) {
 	built := map[string]bool{}
-	if raw, err := os.ReadFile(filepath.Join(l.Dir, validator.ManifestFile)); err == nil {
+	root, err := os.OpenRoot(l.Dir)
+	if err != nil {
+		return "", err
+	}
+	raw, err := root.ReadFile(validator.ManifestFile)
+	root.Close()
+	if err == nil {
 		var m models.Manifest
 		if json.Unmarshal(raw, &m) == nil {
 			for _, c := range m.Capabilities {
@@ -320,7 +443,7 @@ func (l *Loop) fingerprint() (string, error) {
 		}
 	}
 	h := sha256.New()
-	err := filepath.WalkDir(l.Dir, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(l.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

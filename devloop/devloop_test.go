@@ -3,10 +3,13 @@ package devloop_test
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,6 +91,50 @@ func edit(t *testing.T, file, old, new string) {
 	}
 }
 
+// sink keeps the changes the bus delivers.
+type sink struct {
+	mu   sync.Mutex
+	seen []models.StorageChange
+}
+
+func (s *sink) Deliver(c models.StorageChange) {
+	s.mu.Lock()
+	s.seen = append(s.seen, c)
+	s.mu.Unlock()
+}
+
+// wait returns the first change of the operation delivered.
+func (s *sink) wait(t *testing.T, op string) models.StorageChange {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		s.mu.Lock()
+		for _, c := range s.seen {
+			if c.Operation == op {
+				s.mu.Unlock()
+				return c
+			}
+		}
+		s.mu.Unlock()
+	}
+	t.Fatalf("no %s change was delivered", op)
+	return models.StorageChange{}
+}
+
+// instance is the id of the development Instance.
+func (w *world) instance(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	installs, err := w.env.Life.Installations(ctx, w.user)
+	if err != nil || len(installs) != 1 {
+		t.Fatalf("installations: %+v %v", installs, err)
+	}
+	instances, err := w.env.Life.Instances(ctx, installs[0].ID)
+	if err != nil || len(instances) != 1 {
+		t.Fatalf("instances: %+v %v", instances, err)
+	}
+	return instances[0].ID
+}
+
 // summary invokes notes.summary on the development Instance.
 func (w *world) summary(t *testing.T) string {
 	t.Helper()
@@ -138,14 +185,20 @@ func TestLoop(t *testing.T) {
 	if got := w.summary(t); got != "0 notes, 0 words" {
 		t.Fatalf("the installed summary says %q", got)
 	}
+	// The open pages of the Instance hear about changes that fail.
+	notices := &sink{}
+	w.env.Bus.Watch(w.instance(t), notices)
 
 	// A source that does not compile: the error, and 1.0.0-dev.1 keeps running.
 	src := filepath.Join(dir, "src", "summary", "main.go")
 	edit(t, src, `"%d notes, %d words"`, `"%d notes, %d words", undefinedName`)
 	at = waitFor(t, out, at, "NOT UPDATED: build:")
-	at = waitFor(t, out, at, "the server keeps running com.example.notes 1.0.0-dev.1")
+	at = waitFor(t, out, at, "the server keeps running com.example.notes 1.0.0-dev.1; fix the folder and save again")
 	if !strings.Contains(out.String(), "undefined: undefinedName") {
 		t.Fatalf("the compiler's message is not shown:\n%s", out.String())
+	}
+	if c := notices.wait(t, models.OpDevelopment); c.Message == nil || !strings.Contains(*c.Message, "undefined: undefinedName") {
+		t.Fatalf("the open pages were told %+v", c)
 	}
 	if got := w.summary(t); got != "0 notes, 0 words" {
 		t.Fatalf("after a broken change the summary says %q", got)
@@ -167,9 +220,9 @@ func TestLoop(t *testing.T) {
 	_ = at
 }
 
-// Without an admin's token the key cannot be trusted: the loop says what to
-// do, and the install is refused as signed by an untrusted key, with the
-// reason shown.
+// Without an admin's token the key cannot be trusted: the install is
+// refused, and the loop names the step that trusts the key (not "fix the
+// folder"); done as printed, the next try installs.
 func TestLoopUntrustedKey(t *testing.T) {
 	w := newWorld(t)
 	token, _, err := w.env.Auth.CreateToken(context.Background(), "author2", false)
@@ -177,14 +230,42 @@ func TestLoopUntrustedKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := &testenv.Buffer{}
-	l := &devloop.Loop{Dir: copyExample(t), Server: w.url, Token: token, Engine: newEngine(t), Out: out}
+	dir := copyExample(t)
+	l := &devloop.Loop{Dir: dir, Server: w.url, Token: token, Engine: newEngine(t), Out: out}
 	if err := l.Once(context.Background()); err == nil {
 		t.Fatalf("installed with an untrusted key:\n%s", out.String())
 	}
-	for _, want := range []string{"cannot make the server trust the development key (admins only)", "--trusted-keys",
-		"NOT UPDATED: the server refused com.example.notes 1.0.0-dev.1: PACKAGE_REJECTED", "nothing of it is installed yet"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("the loop did not say %q:\n%s", want, out.String())
+	said := out.String()
+	for _, want := range []string{"cannot make the server trust the development key (admins only)",
+		"NOT UPDATED: the server refused com.example.notes 1.0.0-dev.1: PACKAGE_REJECTED", "nothing of it is installed yet",
+		"The server does not trust the development key", "curl -sS " + w.url + "/graphql -H 'Authorization: Bearer ADMIN_TOKEN'",
+		`trustPublisherKey(publicKey: \"ed25519:`, filepath.Join(dir, devloop.StateDir, "dev.pub") + " to the server's --trusted-keys folder"} {
+		if !strings.Contains(said, want) {
+			t.Errorf("the loop did not say %q:\n%s", want, said)
 		}
+	}
+	if strings.Contains(said, "fix the folder") {
+		t.Errorf("the loop blames the folder for the server's trust:\n%s", said)
+	}
+	// The step as printed, by an admin: the body after --data.
+	_, body, ok := strings.Cut(said, "--data '")
+	body, _, _ = strings.Cut(body, "'\n")
+	if !ok {
+		t.Fatalf("no --data in:\n%s", said)
+	}
+	req, _ := http.NewRequest(http.MethodPost, w.url+"/graphql", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+w.admin)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(answer), `"trustPublisherKey":"`) {
+		t.Fatalf("the printed step failed: %s", answer)
+	}
+	if err := l.Once(context.Background()); err != nil {
+		t.Fatalf("not installed once the key is trusted: %v\n%s", err, out.String())
 	}
 }
