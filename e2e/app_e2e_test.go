@@ -435,14 +435,31 @@ func TestAppBlockedAndRefresh(t *testing.T) {
 	}
 	screenshot(t, p, "app-capability-failed")
 
-	// A package update (a new generation) reloads the config on the open screen.
+	// A package update (a new generation) reloads the config on the open
+	// screen, keeping what the user typed.
+	p.TypeInto(`input[data-ph-commit]`, "half a note")
+	p.WaitFor(`window.pluginhostPreview.state().draft === "half a note"`)
 	m2, files2 := appNotes(t, func(f map[string]string) {
 		f["manifest.json"] = strings.Replace(f["manifest.json"], `"version": "1.0.0"`, `"version": "1.0.1"`, 1)
 		f["ui/main.json"] = strings.Replace(f["ui/main.json"], `"title": "Notes"`, `"title": "Notes v2"`, 1)
 	})
 	alice.Must(t, `mutation($i:ID!,$p:String!){updatePlugin(installationId:$i,package:$p){generation}}`, map[string]any{"i": instl, "p": h.pub.Sign(t, m2, files2)}, nil)
 	waitText(p, "Notes v2")
-	waitText(p, "The plugin was updated (version 1.0.1")
+	waitText(p, "The plugin was updated to version 1.0.1")
+	// Said quietly, as a toast, not as an alert.
+	if !p.EvalBool(`!!document.querySelector('[data-ph-toast="updated"][role="status"]') && !document.querySelector('[data-ph-notice="PACKAGE_UPDATED"]')`) {
+		t.Fatal("the update is not an info toast")
+	}
+	if !p.EvalBool(`window.pluginhostPreview.state().draft === "half a note" && document.querySelector("input[data-ph-commit]").value === "half a note"`) {
+		t.Fatalf("the update lost what was typed: state %v", p.EvalString(`JSON.stringify(window.pluginhostPreview.state())`))
+	}
+	// A change pluginhost dev could not install: said on the open page as an
+	// info toast that stays, the page unchanged.
+	alice.Must(t, `mutation($i:ID!){reportDevelopment(installationId:$i,message:"ui/main.json /view: unknown node type \"colum\"")}`, map[string]any{"i": instl}, nil)
+	p.WaitFor(`!!document.querySelector('[data-ph-toast="not_installed"][role="status"]')`)
+	waitText(p, `Your latest change was not installed; this page still shows version 1.0.1. ui/main.json /view: unknown node type "colum"`)
+	waitText(p, "Notes v2")
+	screenshot(t, p, "app-change-not-installed")
 	if len(appEvents(t, p, "package_changed")) == 0 || len(appEvents(t, p, "config_reloaded")) == 0 {
 		t.Fatal("no package_changed and config_reloaded events")
 	}

@@ -62,7 +62,7 @@ export function Connection(graphql) {
   function send(m) { if (socket && acked) socket.send(JSON.stringify(m)); }
   function subscribeMessage(instance, s) {
     send({ id: s.id, type: 'subscribe', payload: {
-      query: 'subscription($i: ID!) { storageChanged(instanceId: $i) { storageRevision namespace key operation generation } }',
+      query: 'subscription($i: ID!) { storageChanged(instanceId: $i) { storageRevision namespace key operation generation message } }',
       variables: { i: instance } } });
   }
   function byID(id) {
@@ -452,6 +452,7 @@ export function liveHost(conn, env) {
       if (loaded && c.generation !== undefined && c.generation !== loaded.generation) listener({ type: 'package', generation: c.generation });
       return;
     }
+    if (c.operation === 'development') { listener({ type: 'development', message: c.message || '' }); return; }
     lastRevision = c.storageRevision;
     if (c.operation === 'package') { listener({ type: 'package', generation: c.generation }); return; }
     listener({ type: 'storage', namespace: c.namespace, operation: c.operation, revision: c.storageRevision });

@@ -138,6 +138,7 @@ export function Runtime(opts) {
     generation: 0,
     blocked: null,
     notice: null,
+    toast: null,
     live: null,
     lastAction: null,
     pendingFocus: null,
@@ -1526,6 +1527,27 @@ export function Runtime(opts) {
     trigger(it.action, scope, '/navigation/items/' + i);
   }
 
+  // A toast tells a page, quietly, what changed under it: a new version of
+  // the plugin, or why the author's latest change was not installed
+  // (pluginhost dev). The first goes after a few seconds; the second stays
+  // until the next version or until dismissed. Home cards show none.
+  var toastTimer = null;
+  function toast(kind, text, stay) {
+    if (embedded) return;
+    clearTimeout(toastTimer);
+    app.toast = { kind: kind, text: text };
+    emit('toast', { kind: kind, text: text });
+    if (!stay) toastTimer = setTimeout(function () { app.toast = null; render(); }, 5000);
+    render();
+  }
+  function toastView() {
+    if (!app.toast) return null;
+    return h('div', { 'class': 'ph-toast', role: 'status', 'aria-live': 'polite', 'data-ph-toast': app.toast.kind }, [
+      h('span', null, app.toast.text),
+      h('button', { 'class': 'ph-button ph-button-text', type: 'button', on: { click: function () { clearTimeout(toastTimer); app.toast = null; render(); } } }, 'Dismiss')
+    ]);
+  }
+
   // errorText says what failed: the code, a failed run's reason, the message.
   function errorText(e) {
     return e.code + (e.reason ? ' (' + e.reason + (e.exitCode !== undefined ? ' ' + e.exitCode : '') + ')' : '') + (e.message ? ' – ' + e.message : '');
@@ -1633,7 +1655,7 @@ export function Runtime(opts) {
     if (type === 'rail' || type === 'drawer') inner = h('div', { 'class': 'ph-with-side' }, [nav, main]);
     else if (type === 'tabs') inner = h('div', { 'class': 'ph-column' }, [nav, main]);
     else inner = h('div', { 'class': 'ph-column' }, [main, nav]);
-    return h('div', { 'class': 'ph-screen', 'data-ph-extension': route.ext.id, 'data-ph-point': route.ext.point, key: 'screen' + route.seq }, [appBar(route, scope), inner]);
+    return h('div', { 'class': 'ph-screen', 'data-ph-extension': route.ext.id, 'data-ph-point': route.ext.point, key: 'screen' + route.seq }, [appBar(route, scope), inner, toastView()]);
   }
 
   // ---- Page chrome, inspector and event log --------------------------------
@@ -1909,20 +1931,41 @@ export function Runtime(opts) {
       app.stack = [];
       old.forEach(function (r) {
         var ext = extensions[r.ext.id];
-        if (ext) app.stack.push(new Route(ext, r.params, r.resultState, false));
+        if (ext) app.stack.push(reopened(new Route(ext, r.params, r.resultState, false), r));
       });
       if (!app.stack.length) app.stack.push(new Route(extensions[cfg.start], cfg.route || {}, null, true));
       emit('config_reloaded', { generation: app.generation, extension: currentRoute().ext.id });
       loaded();
-      app.notice = { code: 'PACKAGE_UPDATED', text: 'The plugin was updated (' + (plugin.version ? 'version ' + plugin.version + ', ' : '') + 'generation ' + app.generation + '): this screen now shows the new version; answers for the old one were discarded.' };
-      render();
+      toast('updated', 'The plugin was updated' + (plugin.version ? ' to version ' + plugin.version : '') + ' (generation ' + app.generation + ').', false);
       app.stack.forEach(startSources);
     });
     return reloading;
   }
 
+  // reopened keeps what the user had on a route across a package update:
+  // the values of state keys the new config still declares with the same
+  // type, what the host's own controls show, and the route's place on the
+  // page (its scroll and focus), so that an author's change shows in place.
+  function reopened(route, old) {
+    Object.keys(route.state).forEach(function (k) {
+      if (!Object.prototype.hasOwnProperty.call(old.state, k)) return;
+      var was = old.state[k], init = route.state[k];
+      if (init === null || was === null || typeOf(was) === typeOf(init)) route.state[k] = was;
+    });
+    route.ui.collapsed = old.ui.collapsed;
+    route.ui.filter = old.ui.filter;
+    route.ui.nav = old.ui.nav;
+    route.seq = old.seq;
+    return route;
+  }
+  function typeOf(v) { return Array.isArray(v) ? 'array' : typeof v; }
+
   function onHostChange(c) {
     switch (c.type) {
+      case 'development':
+        emit('development', { message: c.message });
+        toast('not_installed', 'Your latest change was not installed; this page still shows ' + (plugin && plugin.version ? 'version ' + plugin.version : 'the last good version') + '. ' + c.message, true);
+        break;
       case 'storage':
         emit('storage_changed', { namespace: c.namespace || null, operation: c.operation || null, revision: c.revision === undefined ? null : c.revision });
         if (!app.blocked) refreshStorageSources('storage_changed', c.revision);
@@ -1952,6 +1995,7 @@ export function Runtime(opts) {
   function destroy() {
     if (destroyed) return;
     destroyed = true;
+    clearTimeout(toastTimer);
     app.stack.forEach(closeRoute);
     unsubscribe();
     listeners.forEach(function (l) { l[0].removeEventListener(l[1], l[2], l[3]); });
