@@ -192,17 +192,21 @@ func TestErrorOffsetPointsAtTheProblem(t *testing.T) {
 
 func TestTypeOf(t *testing.T) {
 	tests := map[string]string{
-		"data.w.completed":            TypeBoolean,
-		"data.w.summary":              TypeString,
-		"data.w.data":                 TypeAny,
-		"data.w.data.x":               TypeAny,
-		"context.screen.width":        TypeNumber,
-		"context.screen.size_class":   TypeString,
-		"context.permissions.network": TypeBoolean,
-		"context.connected":           TypeBoolean,
-		"context.route.id":            TypeAny,
-		"state.x":                     TypeAny,
-		"item":                        TypeAny,
+		"data.w.completed":                     TypeBoolean,
+		"data.w.summary":                       TypeString,
+		"data.w.data":                          TypeAny,
+		"data.w.data.x":                        TypeAny,
+		"context.screen.width":                 TypeNumber,
+		"context.screen.size_class":            TypeString,
+		"context.permissions.network":          TypeBoolean,
+		"context.connected":                    TypeBoolean,
+		"context.connections.github":           TypeObject,
+		"context.connections.github.connected": TypeBoolean,
+		"context.connections.github.label":     TypeString,
+		"context.connections.github.account":   TypeAny,
+		"context.route.id":                     TypeAny,
+		"state.x":                              TypeAny,
+		"item":                                 TypeAny,
 	}
 	for path, want := range tests {
 		p, err := ParsePath(path)
@@ -222,7 +226,8 @@ func TestRootsListsTheSpecification(t *testing.T) {
 	}
 	want := "data.<source_id>.completed data.<source_id>.summary data.<source_id>.data.… item.… state.<key>.… " +
 		"context.platform context.screen.width context.screen.height context.screen.size_class " +
-		"context.permissions.<permission> context.connections.<credential> context.connected " +
+		"context.permissions.<permission> context.connections.<connection> context.connections.<connection>.connected " +
+		"context.connections.<connection>.label context.connections.<connection>.account context.connected " +
 		"context.loading.<source> context.errors.<source>.… context.route.<parameter>.…"
 	if strings.Join(pats, " ") != want {
 		t.Fatalf("Roots() = %s", strings.Join(pats, " "))

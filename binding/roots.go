@@ -11,6 +11,7 @@ const (
 	TypeBoolean = "boolean"
 	TypeNumber  = "number"
 	TypeString  = "string"
+	TypeObject  = "object"
 )
 
 // shape describes what may follow a path prefix. The tree below is the
@@ -55,9 +56,13 @@ var roots = []*shape{
 			{name: "<permission>", readable: true, typ: TypeBoolean, doc: "whether the active Instance holds the permission (storage, ai_storage, network)"},
 		}},
 		{name: "connections", children: []*shape{
-			{name: "<credential>", readable: true, typ: TypeBoolean, doc: "whether the named connection is set up; never its secret"},
+			{name: "<connection>", readable: true, typ: TypeObject, doc: "a connection the manifest declares (by its id; the specification's <credential>): {connected, label, account}, never its secret", children: []*shape{
+				{name: "connected", readable: true, typ: TypeBoolean, doc: "whether the Instance has connected it"},
+				{name: "label", readable: true, typ: TypeString, doc: "its label, as the manifest declares it"},
+				{name: "account", readable: true, typ: TypeAny, doc: "the account it is connected as, as the provider names it (a string), or null"},
+			}},
 		}},
-		{name: "connected", readable: true, typ: TypeBoolean, doc: "whether the device is online"},
+		{name: "connected", readable: true, typ: TypeBoolean, doc: "whether every connection the manifest declares is connected (true when it declares none)"},
 		{name: "loading", children: []*shape{
 			{name: "<source>", readable: true, typ: TypeBoolean, doc: "whether the data source is loading"},
 		}},

@@ -857,7 +857,7 @@ func TestBrowserReadableRoots(t *testing.T) {
 	    {"type": "text", "props": {"text": "completed={{data.src.completed}} summary={{data.src.summary}} city={{data.src.data.city}} first={{data.src.data.list[0].v}}"}},
 	    {"type": "text", "props": {"text": "state={{state.n}} obj={{state.obj}}"}},
 	    {"type": "text", "props": {"text": "platform={{context.platform}} w={{context.screen.width}} h={{context.screen.height}} class={{context.screen.size_class}}"}},
-	    {"type": "text", "props": {"text": "network={{context.permissions.network}} storage={{context.permissions.storage}} google={{context.connections.google}} connected={{context.connected}}"}},
+	    {"type": "text", "props": {"text": "network={{context.permissions.network}} storage={{context.permissions.storage}} google={{context.connections.google.connected}} as={{context.connections.google.label}} connected={{context.connected}}"}},
 	    {"type": "text", "props": {"text": "loading={{context.loading.src}} error={{context.errors.bad.code}} none={{context.errors.src}} route={{context.route.id}} tag={{context.route.filter.tag}}"}},
 	    {"type": "list", "props": {"items_source": "{{data.src.data.list}}"}, "children": [{"type": "text", "props": {"text": "item {{item.v}}"}}]},
 	    {"type": "metric", "props": {"label": "whole", "value": "{{data.src.data.list[1].v}}"}}
@@ -867,7 +867,7 @@ func TestBrowserReadableRoots(t *testing.T) {
 	    "roots.read": [{"result": {"summary": "Read", "data": {"city": "Bern", "list": [{"v": 1.5}, {"v": 1e21}]}}}],
 	    "roots.fail": [{"error": {"code": "NOPE", "message": "fails"}}]
 	  },
-	  "context": {"platform": "ios", "permissions": {"network": true}, "connections": {"google": true}, "connected": false,
+	  "context": {"platform": "ios", "permissions": {"network": true}, "connections": {"google": {"connected": false, "label": "Google", "account": null}},
 	    "route": {"id": "r1", "filter": {"tag": "work"}}, "screen": "medium"}
 	}`)
 	p := open(t, renderFile(t, Options{Config: config, Fixtures: fixtures}))
@@ -877,7 +877,7 @@ func TestBrowserReadableRoots(t *testing.T) {
 		`state=2 obj={"a":[true,null],"b":1}`,
 		"platform=ios w=700 h=960 class=medium",
 		// Without a manifest no permission is requested, so none is granted.
-		"network=false storage=false google=true connected=false",
+		"network=false storage=false google=false as=Google connected=false",
 		"loading=false error=NOPE none= route=r1 tag=work",
 		"item 1.5", "item 1e+21",
 	} {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,6 +45,8 @@ const (
 	CodeQuota             = "quota"
 	CodeUndeclaredState   = "undeclared_state_key"
 	CodeUnknownPermission = "unknown_permission"
+	CodeUnknownConnection = "unknown_connection"
+	CodeConnectedDerived  = "connected_derived"
 )
 
 // FixturesError is a fixtures file that breaks a rule; Problems lists every
@@ -203,6 +207,7 @@ func ParseFixtures(data []byte, m *models.Manifest, stateKeys map[string]bool) (
 	if len(c.problems) > 0 {
 		return nil, &FixturesError{c.problems}
 	}
+	contextConnections(top, m)
 	return top, nil
 }
 
@@ -451,16 +456,103 @@ func (c *fixtureChecker) context(path string, v any) {
 		c.booleans(path+"/permissions", p, permissions)
 	}
 	if p, ok := m["connections"]; ok {
-		c.booleans(path+"/connections", p, nil)
+		c.connections(path+"/connections", p)
 	}
 	if p, ok := m["connected"]; ok {
 		if _, ok := p.(bool); !ok {
 			c.add(path+"/connected", CodeFixtureType, "connected is true or false, not %s", typeName(p))
+		} else if conns, _ := m["connections"].(map[string]any); len(conns) > 0 || (c.scope.manifest != nil && len(c.scope.manifest.Connections) > 0) {
+			c.add(path+"/connected", CodeConnectedDerived, "context.connected is whether every declared connection is connected: set each one's connected under connections instead")
 		}
 	}
 	if p, ok := m["route"]; ok {
 		c.object(path+"/route", p)
 	}
+}
+
+// connections checks the context's connections: each a connection the
+// manifest declares, as {connected, label, account} (what bindings read;
+// never a secret) or as true or false, short for {connected}.
+func (c *fixtureChecker) connections(path string, v any) {
+	m, ok := c.object(path, v)
+	if !ok {
+		return
+	}
+	for _, id := range sortedKeys(m) {
+		p := path + "/" + pointerToken(id)
+		if mm := c.scope.manifest; mm != nil && !slices.ContainsFunc(mm.Connections, func(x models.Connection) bool { return x.ID == id }) {
+			c.add(p, CodeUnknownConnection, "%q is not a connection the manifest declares", id)
+			continue
+		}
+		if _, ok := m[id].(bool); ok {
+			continue
+		}
+		o, ok := m[id].(map[string]any)
+		if !ok {
+			c.add(p, CodeFixtureType, "%s is {connected, label, account}, or true or false, not %s (never a secret)", p, typeName(m[id]))
+			continue
+		}
+		c.object(p, o, "connected", "label", "account")
+		if x, ok := o["connected"]; !ok {
+			c.add(p+"/connected", CodeFixtureRequired, "connected is required: true or false")
+		} else if _, ok := x.(bool); !ok {
+			c.add(p+"/connected", CodeFixtureType, "connected is true or false, not %s", typeName(x))
+		}
+		if x, ok := o["label"]; ok {
+			if _, ok := x.(string); !ok {
+				c.add(p+"/label", CodeFixtureType, "label is a string, not %s", typeName(x))
+			}
+		}
+		if x, ok := o["account"]; ok && x != nil {
+			if _, ok := x.(string); !ok {
+				c.add(p+"/account", CodeFixtureType, "account is a string or null, not %s", typeName(x))
+			}
+		}
+	}
+}
+
+// contextConnections gives the context of checked fixtures the
+// connections as bindings read them, context.connections.<id> =
+// {connected, label, account}: every connection the manifest declares
+// (connected unless the fixtures say otherwise), and context.connected
+// whether all of them are connected.
+func contextConnections(top map[string]any, m *models.Manifest) {
+	ctx, _ := top["context"].(map[string]any)
+	given, _ := ctx["connections"].(map[string]any)
+	if len(given) == 0 && (m == nil || len(m.Connections) == 0) {
+		return
+	}
+	if ctx == nil {
+		ctx = map[string]any{}
+		top["context"] = ctx
+	}
+	out := map[string]any{}
+	label := map[string]string{}
+	if m != nil {
+		for _, c := range m.Connections {
+			label[c.ID] = c.Label
+			out[c.ID] = map[string]any{"connected": true, "label": c.Label, "account": nil}
+		}
+	}
+	for id, v := range given {
+		conn := map[string]any{"connected": false, "label": id, "account": nil}
+		if l, ok := label[id]; ok {
+			conn["label"] = l
+		}
+		switch x := v.(type) {
+		case bool:
+			conn["connected"] = x
+		case map[string]any:
+			maps.Copy(conn, x)
+		}
+		out[id] = conn
+	}
+	all := true
+	for _, v := range out {
+		all = all && v.(map[string]any)["connected"] == true
+	}
+	ctx["connections"] = out
+	ctx["connected"] = all
 }
 
 func (c *fixtureChecker) state(path string, v any) {

@@ -168,7 +168,9 @@ func Render(opts Options) ([]byte, *validator.Report, error) {
 	}
 	b.Warnings = report.Warnings
 	b.Plugin = plugin(m)
-	if opts.Fixtures != nil {
+	if opts.Fixtures == nil {
+		contextConnections(b.Fixtures, m)
+	} else {
 		f, err := ParseFixtures(opts.Fixtures, m, stateKeys(b.Extensions, b.Start))
 		if err != nil {
 			return nil, report, err

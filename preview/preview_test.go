@@ -2,6 +2,7 @@ package preview
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"pluginhost/bundle"
+	"pluginhost/models"
 	"pluginhost/uicatalog"
 )
 
@@ -196,6 +198,29 @@ func TestThemesAndTypographyCoverCatalog(t *testing.T) {
 	}
 }
 
+// The context's connections are what bindings read: every connection of
+// the manifest as {connected, label, account} (connected unless the
+// fixtures say otherwise; true or false short for connected), and
+// context.connected whether all are connected.
+func TestFixturesConnections(t *testing.T) {
+	m := &models.Manifest{Connections: []models.Connection{{ID: "google", Label: "Google"}, {ID: "weather", Label: "Weather key"}}}
+	for _, tt := range []struct{ fixtures, want string }{
+		{`{}`, `{"connected":true,"connections":{"google":{"account":null,"connected":true,"label":"Google"},"weather":{"account":null,"connected":true,"label":"Weather key"}}}`},
+		{`{"context": {"connections": {"weather": false}}}`, `{"connected":false,"connections":{"google":{"account":null,"connected":true,"label":"Google"},"weather":{"account":null,"connected":false,"label":"Weather key"}}}`},
+		{`{"context": {"connections": {"google": {"connected": true, "account": "ann@example.com"}}}}`, `{"connected":true,"connections":{"google":{"account":"ann@example.com","connected":true,"label":"Google"},"weather":{"account":null,"connected":true,"label":"Weather key"}}}`},
+	} {
+		f, err := ParseFixtures([]byte(tt.fixtures), m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := f["context"].(map[string]any)
+		got, _ := json.Marshal(map[string]any{"connections": ctx["connections"], "connected": ctx["connected"]})
+		if string(got) != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.fixtures, got, tt.want)
+		}
+	}
+}
+
 func TestFixturesProblems(t *testing.T) {
 	folder, err := bundle.ReadPlugin(labDir)
 	if err != nil {
@@ -229,6 +254,11 @@ func TestFixturesProblems(t *testing.T) {
 		{"revision zero", `{"storage": {"notes": [{"key": "a", "value": 1, "revision": 0}]}}`, [][2]string{{"/storage/notes/0/revision", "range"}}},
 		{"platform", `{"context": {"platform": "symbian"}}`, [][2]string{{"/context/platform", "enum"}}},
 		{"connection with a secret", `{"context": {"connections": {"google": "ya29.token"}}}`, [][2]string{{"/context/connections/google", "type"}}},
+		{"undeclared connection", `{"context": {"connections": {"gitlab": true}}}`, [][2]string{{"/context/connections/gitlab", "unknown_connection"}}},
+		{"connection object", `{"context": {"connections": {"google": {"label": 1, "account": 2, "token": "x"}}}}`, [][2]string{
+			{"/context/connections/google/token", "unknown_field"}, {"/context/connections/google/connected", "required"},
+			{"/context/connections/google/label", "type"}, {"/context/connections/google/account", "type"}}},
+		{"connected set by hand", `{"context": {"connected": false}}`, [][2]string{{"/context/connected", "connected_derived"}}},
 		{"unknown permission", `{"context": {"permissions": {"camera": true}}}`, [][2]string{{"/context/permissions/camera", "unknown_permission"}}},
 		{"undeclared state", `{"state": {"tab": "flows", "colour": "red"}}`, [][2]string{{"/state/colour", "undeclared_state_key"}}},
 		{"several at once", `{"context": {"screen": "tiny", "theme": "sepia"}, "state": {"x": 1}}`, [][2]string{{"/context/screen", "enum"}, {"/context/theme", "enum"}, {"/state/x", "undeclared_state_key"}}},

@@ -138,6 +138,8 @@ func Markdown() []byte {
 	for _, r := range c.Bindings.Roots {
 		w("| `%s` | %s | %s |\n", r.Pattern, r.Type, mdText(r.Doc))
 	}
+	w("\nA plugin with connections reads each as an object: a condition compares its `connected`, as this hint does until the user connects the account:\n\n")
+	w("```json\n%s\n```\n", `{"type": "text", "props": {"text": "Connect {{context.connections.github.label}} to see your issues.", "visible_when": {"path": "context.connections.github.connected", "equals": false}}}`)
 	w("\nIn a text template, a value reads as: missing or null → empty; a string → itself; a boolean → `true`/`false`; a number → as JavaScript's `String(number)`; an array or object → compact JSON with members sorted by key. The conformance cases are in `binding/testdata/conformance.json`.\n\n")
 
 	w("## Config objects\n\n### Top level\n\n")

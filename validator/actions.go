@@ -219,15 +219,35 @@ func (u *ui) condition(path string, v any, sc scope) {
 		if u.conditions == binding.MaxConditions+1 {
 			u.errorf(at, CodeTooManyConditions, "the config holds more than %d single conditions in all; this is condition %d", binding.MaxConditions, u.conditions)
 		}
+		var vt vtype
 		if x.Path != nil {
-			u.path(at+"/path", x.Path, sc)
+			vt = u.path(at+"/path", x.Path, sc)
 		}
 		if x.Op == binding.OpEquals || x.Op == binding.OpNotEquals {
 			if cond, ok := valueAt(v, x.Pointer).(*object); ok {
 				u.jsonLimits(at+"/"+x.Op, cond.val(x.Op), 0)
 			}
+			u.comparable(at+"/"+x.Op, x, vt)
 		}
 	})
+}
+
+// comparable reports a condition that compares a context value with a
+// literal of a type the value never has: it would never hold (or always,
+// with not_equals).
+func (u *ui) comparable(at string, x *binding.Condition, vt vtype) {
+	if x.Path == nil || x.Path.Root() != "context" || vt.mask == jsonschema.Any {
+		return
+	}
+	operand := jsonschema.TypeOf(x.Value)
+	if vt.mask.Accepts(operand) || (vt.mask&jsonschema.Number != 0 && operand == jsonschema.Integer) {
+		return
+	}
+	if vt.mask == jsonschema.Object && x.Path[1].Name == "connections" {
+		u.errorf(at, CodeConditionType, "%s is an object {connected, label, account}, never %s: compare %s.connected", x.Path, operand, x.Path)
+		return
+	}
+	u.errorf(at, CodeConditionType, "%s is %s, never %s: this condition never changes", x.Path, vt.mask, operand)
 }
 
 // valueAt follows a relative JSON Pointer made of member names and indexes

@@ -90,6 +90,8 @@ func (u *ui) path(at string, p binding.Path, sc scope) vtype {
 			if name := p[2].Name; name != models.PermissionStorage && name != models.PermissionAIStorage && name != models.PermissionNetwork {
 				u.errorf(at, CodeUnknownPermission, "%s names permission %q; permissions are storage, ai_storage, network", p, name)
 			}
+		case "connections":
+			u.connection(at, p)
 		case "route":
 			u.use(uicatalog.FeatureRouteData, at)
 			name := p[2].Name
@@ -102,6 +104,26 @@ func (u *ui) path(at string, p binding.Path, sc scope) vtype {
 		}
 	}
 	return base
+}
+
+// connection checks that context.connections.<id> names a connection the
+// manifest declares (when there is a manifest to say).
+func (u *ui) connection(at string, p binding.Path) {
+	if u.m == nil {
+		return
+	}
+	var ids []string
+	for _, c := range u.m.Connections {
+		if c.ID == p[2].Name {
+			return
+		}
+		ids = append(ids, c.ID)
+	}
+	declared := "it declares none"
+	if len(ids) > 0 {
+		declared = "it declares " + strings.Join(ids, ", ")
+	}
+	u.errorf(at, CodeUnknownConnection, "%s names connection %q, which the manifest does not declare (%s)", p, p[2].Name, declared)
 }
 
 func (u *ui) routeList() string {
@@ -124,6 +146,8 @@ func maskOf(t string) jsonschema.Types {
 		return jsonschema.Number | jsonschema.Integer
 	case binding.TypeString:
 		return jsonschema.String
+	case binding.TypeObject:
+		return jsonschema.Object
 	}
 	return jsonschema.Any
 }

@@ -32,6 +32,8 @@ const (
 	CodeUnknownSource      = "unknown_source"
 	CodeUnknownCapability  = "unknown_capability"
 	CodeUnknownPermission  = "unknown_permission"
+	CodeUnknownConnection  = "unknown_connection"
+	CodeConditionType      = "condition_type"
 	CodeUndeclaredStateKey = "undeclared_state_key"
 	CodeUndeclaredRoute    = "undeclared_route_parameter"
 	CodeRouteUnchecked     = "route_unchecked"

@@ -74,7 +74,7 @@ var ROOTS = [
     sh('platform', { r: 1 }),
     sh('screen', null, [sh('width', { r: 1 }), sh('height', { r: 1 }), sh('size_class', { r: 1 })]),
     sh('permissions', null, [sh('<permission>', { r: 1 })]),
-    sh('connections', null, [sh('<credential>', { r: 1 })]),
+    sh('connections', null, [sh('<connection>', { r: 1 }, [sh('connected', { r: 1 }), sh('label', { r: 1 }), sh('account', { r: 1 })])]),
     sh('connected', { r: 1 }),
     sh('loading', null, [sh('<source>', { r: 1 })]),
     sh('errors', null, [sh('<source>', { r: 1, o: 1 })]),
