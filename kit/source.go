@@ -4,10 +4,10 @@ package kit
 
 import "embed"
 
-// Source holds the kit's own source files (tests and this file among them),
-// for pluginhost new and pluginhost build to give a plugin folder the kit of
-// the binary as a Go module of its own. It is not part of a capability built
-// for WebAssembly.
+// Source holds the kit's source files as a plugin has them: pluginhost new
+// and pluginhost build write them into the plugin folder as a Go module of
+// its own, and the reference (docs/kit.md) is made from them. It is not part
+// of a capability built for WebAssembly.
 //
-//go:embed *.go
+//go:embed kit.go request.go result.go warm.go
 var Source embed.FS

@@ -34,8 +34,7 @@ func GoMod(module, kitDir string) string {
 		"replace pluginhost/kit => " + kitDir + "\n"
 }
 
-// kitFiles are the kit's source files a plugin needs: its Go files but for
-// its tests and the file that embeds them.
+// kitFiles are the files of the kit's module: its sources and its go.mod.
 func kitFiles() (map[string][]byte, error) {
 	entries, err := kit.Source.ReadDir(".")
 	if err != nil {
@@ -44,9 +43,6 @@ func kitFiles() (map[string][]byte, error) {
 	files := map[string][]byte{"go.mod": []byte(kitModule)}
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasSuffix(name, "_test.go") || name == "source.go" {
-			continue
-		}
 		b, err := kit.Source.ReadFile(name)
 		if err != nil {
 			return nil, err
