@@ -64,20 +64,27 @@ func testFiles() map[string][]byte {
 
 func TestBuildOpenRoundTrip(t *testing.T) {
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	pkg, err := Build(testFiles(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Open(pkg)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	if p.KeyID != KeyID(key.Public().(ed25519.PublicKey)) || len(p.Files) != 2 || string(p.Files["ui/main.json"]) != `{"ui_schema":2}` {
-		t.Fatalf("package = %+v", p)
-	}
-	again, _ := Build(testFiles(), key)
-	if !bytes.Equal(pkg, again) {
-		t.Error("building the same folder twice gave different bytes")
+	for name, build := range map[string]func(map[string][]byte, ed25519.PrivateKey) ([]byte, error){"deflated": Build, "stored": BuildStored} {
+		t.Run(name, func(t *testing.T) {
+			pkg, err := build(testFiles(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Open(pkg)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			if p.KeyID != KeyID(key.Public().(ed25519.PublicKey)) || len(p.Files) != 2 || string(p.Files["ui/main.json"]) != `{"ui_schema":2}` {
+				t.Fatalf("package = %+v", p)
+			}
+			again, _ := build(testFiles(), key)
+			if !bytes.Equal(pkg, again) {
+				t.Error("building the same folder twice gave different bytes")
+			}
+			if stored := bytes.Contains(pkg, []byte(`{"ui_schema":2}`)); stored != (name == "stored") {
+				t.Errorf("the files are stored as they are: %v", stored)
+			}
+		})
 	}
 }
 

@@ -57,10 +57,27 @@ type Loop struct {
 	// untrusted is set while the server refuses the key: the loop tries
 	// again now and then, for an admin may trust it meanwhile.
 	untrusted time.Time
+	phases    phases // of the last try
 }
 
+// phases times the steps of a try, for the author to see where the time
+// goes.
+type phases struct {
+	at    time.Time
+	steps []string
+}
+
+func (p *phases) start() { p.at = time.Now() }
+
+func (p *phases) end(step string) {
+	p.steps = append(p.steps, fmt.Sprintf("%s %v", step, time.Since(p.at).Round(time.Millisecond)))
+	p.at = time.Now()
+}
+
+func (p *phases) String() string { return strings.Join(p.steps, ", ") }
+
 // DefaultInterval is how often the folder is looked at for changes.
-const DefaultInterval = 100 * time.Millisecond
+const DefaultInterval = 50 * time.Millisecond
 
 // untrustedRetry is how often a loop whose key the server does not trust
 // tries again.
@@ -202,7 +219,7 @@ func (l *Loop) try(ctx context.Context) error {
 			fmt.Fprintln(l.Out, "the server trusts the development key now")
 		}
 		l.untrusted, l.lastFailure = time.Time{}, ""
-		fmt.Fprintf(l.Out, "done in %v\n", time.Since(begun).Round(time.Millisecond))
+		fmt.Fprintf(l.Out, "done in %v (%s)\n", time.Since(begun).Round(time.Millisecond), l.phases.String())
 		return nil
 	}
 	kept := "nothing of it is installed yet"
@@ -266,14 +283,18 @@ func (l *Loop) report(ctx context.Context, failure error) {
 }
 
 func (l *Loop) deliver(ctx context.Context) error {
+	l.phases = phases{}
+	l.phases.start()
 	if _, err := l.builder.Build(ctx, l.Dir); err != nil {
 		return folderError{fmt.Errorf("build: %w", err)}
 	}
+	l.phases.end("build")
 	folder, err := bundle.ReadPlugin(l.Dir)
 	if err != nil {
 		return folderError{err}
 	}
 	m, report := validator.CheckPlugin(folder.Files)
+	l.phases.end("validate")
 	if !report.Valid || len(report.Warnings) > 0 {
 		report.WriteText(l.Out)
 	}
@@ -300,10 +321,16 @@ func (l *Loop) deliver(ctx context.Context) error {
 	if err := setVersion(folder.Files, version); err != nil {
 		return err
 	}
-	pkg, err := bundle.Build(folder.Files, l.Key)
+	// Stored, not compressed, it is made and opened quicker; a plugin too
+	// large for that is compressed.
+	pkg, err := bundle.BuildStored(folder.Files, l.Key)
+	if err != nil {
+		pkg, err = bundle.Build(folder.Files, l.Key)
+	}
 	if err != nil {
 		return err
 	}
+	l.phases.end("sign")
 	var res struct {
 		Installation struct {
 			ID         string
@@ -327,6 +354,7 @@ func (l *Loop) deliver(ctx context.Context) error {
 		}
 		return fmt.Errorf("the server refused %s %s: %w", m.ID, version, err)
 	}
+	l.phases.end("install")
 	in := res.Installation
 	l.good = m.ID + " " + in.Version
 	l.installationID = in.ID

@@ -71,3 +71,31 @@ func TestCapabilityModules(t *testing.T) {
 		})
 	}
 }
+
+// The verdict on a module is remembered by its bytes: the same module gives
+// the same verdict without a second check, another module is checked, and
+// the memory is bounded.
+func TestModuleVerdictsRemembered(t *testing.T) {
+	echo := wasmtest.Module(t, "../sandbox/testdata/modules", "echo")
+	bad := []byte("#!/bin/sh\necho hi\n")
+	for range 2 {
+		if err := checkModule(echo); err != nil {
+			t.Fatalf("echo: %v", err)
+		}
+		if err := checkModule(bad); err == nil {
+			t.Fatal("a shell script passed")
+		}
+	}
+	if len(checkedModules.verdicts) == 0 {
+		t.Fatal("no verdict remembered")
+	}
+	for i := range maxModuleVerdicts + 1 {
+		checkModule(append([]byte("not a module "), byte(i)))
+	}
+	if n := len(checkedModules.verdicts); n > maxModuleVerdicts {
+		t.Fatalf("%d verdicts remembered, at most %d", n, maxModuleVerdicts)
+	}
+	if err := checkModule(echo); err != nil {
+		t.Fatalf("echo, after the memory was cleared: %v", err)
+	}
+}

@@ -1,11 +1,13 @@
 package validator
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"pluginhost/bundle"
 	"pluginhost/jsonschema"
@@ -29,8 +31,43 @@ func checkModule(wasm []byte) error {
 	if len(wasm) > bundle.MaxModuleBytes {
 		return fmt.Errorf("the module has %d bytes; at most %d are allowed", len(wasm), bundle.MaxModuleBytes)
 	}
+	sum := sha256.Sum256(wasm)
+	if err, ok := checkedModules.get(sum); ok {
+		return err
+	}
 	_, _, err := wasmbin.Check(wasm, wasmbin.Limits{})
+	checkedModules.put(sum, err)
 	return err
+}
+
+// checkedModules remembers the verdicts on the modules checked last: an
+// author's loop validates the same module with every change of a screen,
+// and the server again at each install.
+var checkedModules = &moduleVerdicts{verdicts: map[[32]byte]error{}}
+
+// moduleVerdicts is a bounded memory of module checks, by SHA-256.
+type moduleVerdicts struct {
+	mu       sync.Mutex
+	verdicts map[[32]byte]error
+}
+
+// maxModuleVerdicts bounds the verdicts kept; past it they are forgotten.
+const maxModuleVerdicts = 64
+
+func (v *moduleVerdicts) get(sum [32]byte) (error, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	err, ok := v.verdicts[sum]
+	return err, ok
+}
+
+func (v *moduleVerdicts) put(sum [32]byte, err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.verdicts) >= maxModuleVerdicts {
+		clear(v.verdicts)
+	}
+	v.verdicts[sum] = err
 }
 
 // CheckPlugin validates a whole plugin folder, given as file path (relative,
