@@ -68,7 +68,7 @@ func (e Exit) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 // Commands returns the commands of this package, in the order help lists them.
 func Commands() []Command {
 	return []Command{
-		tokenCreate(), tokenList(), tokenRevoke(), keygen(), packageCmd(), buildCmd(), devCmd(), validate(), previewCmd(), runCmd(), version(), health(),
+		tokenCreate(), tokenList(), tokenRevoke(), keygen(), newCmd(), packageCmd(), buildCmd(), devCmd(), validate(), previewCmd(), runCmd(), version(), health(),
 	}
 }
 

@@ -185,8 +185,12 @@ func (b *Builder) one(ctx context.Context, root *os.Root, dir string, c models.C
 	}
 	b.last[key] = memo{inputs: inputs, module: pre}
 	out.Bytes = len(pre)
-	fmt.Fprintf(b.Log, "built %s from %s into %s (%.1f MiB, pre-initialized) in %v\n", c.ID, c.Source, c.Module,
-		float64(len(pre))/(1<<20), time.Since(begun).Round(time.Millisecond))
+	size := fmt.Sprintf("%.1f MiB", float64(len(pre))/(1<<20))
+	if len(pre) < 1<<20 {
+		size = fmt.Sprintf("%d KiB", (len(pre)+1023)/1024)
+	}
+	fmt.Fprintf(b.Log, "built %s from %s into %s (%s, pre-initialized) in %v\n", c.ID, c.Source, c.Module,
+		size, time.Since(begun).Round(time.Millisecond))
 	return out, nil
 }
 
