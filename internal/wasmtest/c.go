@@ -17,7 +17,7 @@ func C(t testing.TB, file string, reactor bool) []byte {
 	t.Helper()
 	clang, err := exec.LookPath("clang")
 	if err != nil {
-		testenv.Missing(t, "clang (Debian: apt-get install clang lld wasi-libc)")
+		testenv.Missing(t, "clang (Debian: apt-get install clang lld wasi-libc libclang-rt-dev-wasm32)")
 	}
 	abs, err := filepath.Abs(file)
 	if err != nil {
@@ -48,7 +48,7 @@ func C(t testing.TB, file string, reactor bool) []byte {
 	})
 	if b.err != nil {
 		if _, err := os.Stat("/usr/include/wasm32-wasi"); err != nil {
-			testenv.Missing(t, "wasi-libc (Debian: apt-get install wasi-libc)")
+			testenv.Missing(t, "wasi-libc (Debian: apt-get install clang lld wasi-libc libclang-rt-dev-wasm32)")
 		}
 		t.Fatalf("clang %s: %v\n%s", file, b.err, b.out)
 	}
