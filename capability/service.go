@@ -10,6 +10,8 @@ package capability
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -220,7 +222,13 @@ func (s *Service) module(ctx context.Context, t *access.Target, c models.Capabil
 	if sum == "" {
 		return nil, models.CapabilityFailed(models.ReasonNoModule, "the package of generation %d holds no module %s for capability %s", t.Installation.Generation, c.Module, c.ID)
 	}
-	mod, err := s.Engine.CompileStored(ctx, sum, s.content(t.Installation.ID, t.Installation.Generation, c.Module))
+	compiled := s.Engine.CompileStored
+	if models.IsDevelopmentVersion(t.Installation.Version) {
+		// The author waits for this run more than for a fast one: until
+		// the module is compiled, it runs in the interpreter.
+		compiled = s.Engine.Quick
+	}
+	mod, err := compiled(ctx, sum, s.content(t.Installation.ID, t.Installation.Generation, c.Module))
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// The compilation goes on without this run; a later one finds it done.
@@ -250,6 +258,18 @@ func (s *Service) content(installationID string, generation int64, path string) 
 // within ctx; the compilation goes on when ctx ends first.
 func (s *Service) CompileModule(ctx context.Context, wasm []byte) error {
 	mod, err := s.Engine.Compile(ctx, wasm)
+	if err != nil {
+		return err
+	}
+	s.Engine.Release(mod)
+	return nil
+}
+
+// QuickModule makes a module ready to run at once (lifecycle.ModuleCompiler):
+// in the interpreter while its compilation goes on.
+func (s *Service) QuickModule(ctx context.Context, wasm []byte) error {
+	sum := sha256.Sum256(wasm)
+	mod, err := s.Engine.Quick(ctx, hex.EncodeToString(sum[:]), func(context.Context) ([]byte, error) { return wasm, nil })
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,10 @@ type ModuleCompiler interface {
 	// structural limit it passes, its compilation budget). When ctx ends
 	// first, it returns and the compilation goes on.
 	CompileModule(ctx context.Context, wasm []byte) error
+	// QuickModule makes a module ready to run at once, in the host's
+	// interpreter while its compilation goes on, or refuses it with the
+	// reason: for the packages of pluginhost dev, whose author waits.
+	QuickModule(ctx context.Context, wasm []byte) error
 }
 
 // MaxInstanceNameLength bounds Instance names, in characters.
@@ -98,7 +102,8 @@ const InstallCompileWait = 20 * time.Second
 
 // compileModules compiles every module the package's capabilities name,
 // waiting InstallCompileWait at most (less when the request's deadline is
-// nearer).
+// nearer); a development package's are only made ready to run, in the
+// interpreter, while they compile.
 func (s *Service) compileModules(ctx context.Context, pkg *bundle.Package, m *models.Manifest) error {
 	if s.Modules == nil {
 		return nil
@@ -118,7 +123,11 @@ func (s *Service) compileModules(ctx context.Context, pkg *bundle.Package, m *mo
 			continue
 		}
 		done[c.Module] = true
-		err := s.Modules.CompileModule(wait, pkg.Files[c.Module])
+		compile := s.Modules.CompileModule
+		if models.IsDevelopmentVersion(m.Version) {
+			compile = s.Modules.QuickModule
+		}
+		err := compile(wait, pkg.Files[c.Module])
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()

@@ -65,3 +65,13 @@ var HostVersion = "1.8.0"
 
 // UISchema is the ui_schema of the UI configs the host renders.
 const UISchema = 2
+
+// IsDevelopmentVersion reports whether a version is one pluginhost dev
+// gives the packages it installs: VERSION-dev.N, or VERSION-PRE.dev.N when
+// the manifest's version has a pre-release already. The host makes the
+// modules of such a package ready to run at once, in its interpreter, while
+// it compiles them.
+func IsDevelopmentVersion(v string) bool {
+	_, pre, ok := strings.Cut(v, "-")
+	return ok && (strings.HasPrefix(pre, "dev.") || strings.Contains(pre, ".dev."))
+}

@@ -26,3 +26,14 @@ func TestCompareVersions(t *testing.T) {
 		}
 	}
 }
+
+func TestIsDevelopmentVersion(t *testing.T) {
+	for v, want := range map[string]bool{
+		"1.0.0-dev.1": true, "1.0.0-beta.1.dev.3": true, "0.1.0-dev.12": true,
+		"1.0.0": false, "1.0.0-beta.1": false, "1.0.0-devel": false, "1.0.0-develop.1": false, "1.0.0-rc.dev": false,
+	} {
+		if got := IsDevelopmentVersion(v); got != want {
+			t.Errorf("IsDevelopmentVersion(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

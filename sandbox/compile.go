@@ -57,6 +57,7 @@ func init() {
 
 // compilerMain is the child's whole life.
 func compilerMain(dir string) int {
+	lowerPriority()
 	limit, _ := strconv.ParseInt(os.Getenv(compilerMemoryEnv), 10, 64)
 	if limit > 0 {
 		debug.SetMemoryLimit(limit)

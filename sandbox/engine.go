@@ -37,6 +37,7 @@ type Engine struct {
 	interpOnce sync.Once
 	interp     wazero.Runtime
 	interpErr  error
+	quickMu    sync.Mutex // one interpreted module made at a time (Quick)
 
 	budget   budget        // the memory of all runs at once
 	slots    chan struct{} // one per run at once, overall
@@ -46,6 +47,7 @@ type Engine struct {
 	running  map[string]int // runs at once, per Instance ("i" + id) and per user ("u" + id)
 	freed    chan struct{}  // closed (and replaced) whenever a run ends
 	compiled map[[32]byte]*Module
+	quick    map[[32]byte]*Module        // interpreted modules whose compilation is under way (Quick)
 	codeSize int64                       // of the compiled modules kept
 	pending  map[[32]byte]*compilation   // compilations under way
 	failed   map[[32]byte]compileFailure // compilations that failed, recently
@@ -144,7 +146,7 @@ func New(ctx context.Context, cacheDir string, limits Limits) (*Engine, error) {
 		slots:    make(chan struct{}, limits.Concurrency),
 		compiles: make(chan struct{}, limits.CompileConcurrency),
 		running:  map[string]int{}, freed: make(chan struct{}),
-		compiled: map[[32]byte]*Module{}, pending: map[[32]byte]*compilation{}, failed: map[[32]byte]compileFailure{},
+		compiled: map[[32]byte]*Module{}, quick: map[[32]byte]*Module{}, pending: map[[32]byte]*compilation{}, failed: map[[32]byte]compileFailure{},
 		life: life, stop: stop,
 	}
 	e.budget.limit = limits.TotalMemoryBytes
@@ -292,21 +294,27 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 			return m, err
 		}
 		e.mu.Lock()
-		if _, raced := e.pending[sum]; !raced && !e.closed {
-			// The compilation is not the caller's: it goes on when the
-			// caller gives up (a request's deadline can be shorter than a
-			// large module's compilation on a slow machine), and the next
-			// caller finds it done instead of starting again.
-			c := &compilation{done: make(chan struct{})}
-			e.pending[sum] = c
-			e.compiling.Add(1)
-			go func() {
-				defer e.compiling.Done()
-				e.compileInBackground(e.life, wasm, sum, c)
-			}()
-		}
+		e.startCompileLocked(wasm, sum)
 		e.mu.Unlock() // ready waits for the compilation
 	}
+}
+
+// startCompileLocked begins the compilation of a module unless it is under
+// way. The compilation is not the caller's: it goes on when the caller
+// gives up (a request's deadline can be shorter than a large module's
+// compilation on a slow machine), and the next caller finds it done
+// instead of starting again. e.mu is held.
+func (e *Engine) startCompileLocked(wasm []byte, sum [32]byte) {
+	if _, raced := e.pending[sum]; raced || e.closed {
+		return
+	}
+	c := &compilation{done: make(chan struct{})}
+	e.pending[sum] = c
+	e.compiling.Add(1)
+	go func() {
+		defer e.compiling.Done()
+		e.compileInBackground(e.life, wasm, sum, c)
+	}()
 }
 
 // ready returns the compiled module of sum, after the compilation of it
@@ -362,11 +370,13 @@ func (e *Engine) compileInBackground(ctx context.Context, wasm []byte, sum [32]b
 		e.compiled[sum] = m
 		e.codeSize += m.codeSize
 		e.evictLocked()
+		e.dropQuickLocked(sum)
 	case ctx.Err() == nil:
 		if len(e.failed) >= 256 {
 			clear(e.failed)
 		}
 		e.failed[sum] = compileFailure{err: err, until: time.Now().Add(failureMemory)}
+		e.dropQuickLocked(sum)
 	}
 	c.err = err
 	close(c.done)

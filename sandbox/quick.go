@@ -1,0 +1,130 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"pluginhost/wasmbin"
+)
+
+// A module whose compilation is under way can run at once in the engine's
+// interpreter (Quick). The interpreter makes a module ready in a fraction
+// of the compiler's time and runs it several times slower, with the same
+// instrumentation, limits and results: callers that prefer a run now to a
+// fast run ask for it (the runs of a plugin in development, whose author
+// waits for the page to show their change). Once the compiled module is
+// ready, Quick answers it, and the interpreted one is dropped when its last
+// run ends.
+
+// Quick returns the module of the SHA-256 sum (hex) ready to run: compiled
+// when it is; otherwise as the engine's interpreter runs it, made now,
+// while its compilation (begun if it was not) goes on. load gives the
+// module's bytes when they are needed. A module whose compilation failed
+// recently is that failure. The caller must Release the module when done
+// with it.
+func (e *Engine) Quick(ctx context.Context, sumHex string, load func(context.Context) ([]byte, error)) (*Module, error) {
+	var sum [32]byte
+	if b, err := hex.DecodeString(sumHex); err != nil || len(b) != len(sum) {
+		return e.CompileStored(ctx, sumHex, load) // not a sum: as a compilation
+	} else {
+		copy(sum[:], b)
+	}
+	if m, err := e.quickReady(sum); m != nil || err != nil {
+		return m, err
+	}
+	wasm, err := load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(wasm) > MaxModuleBytes {
+		return nil, fmt.Errorf("the module has %d bytes; at most %d are allowed", len(wasm), MaxModuleBytes)
+	}
+	if sha256.Sum256(wasm) != sum {
+		return nil, fmt.Errorf("the module's bytes are not those of %s", sumHex)
+	}
+	e.quickMu.Lock()
+	defer e.quickMu.Unlock()
+	if m, err := e.quickReady(sum); m != nil || err != nil {
+		return m, err // made meanwhile
+	}
+	parsed, facts, err := wasmbin.Check(wasm, e.limits.Structure)
+	if err != nil {
+		return nil, err
+	}
+	instrumented, err := parsed.Instrument(e.limits.StackBytes)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := e.interpreter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := rt.CompileModule(ctx, instrumented)
+	if err != nil {
+		return nil, fmt.Errorf("not a valid WebAssembly module: %v", err)
+	}
+	m := &Module{sum: sum, compiled: cm, facts: facts, rt: rt, refs: 1,
+		globals: parsed.MutableGlobalExports(), stackBudget: e.limits.StackBytes}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		cm.Close(context.Background())
+		return nil, ErrClosed
+	}
+	e.startCompileLocked(wasm, sum)
+	if _, pending := e.pending[sum]; !pending {
+		// Compiled (or refused) while the interpreter worked.
+		cm.Close(context.Background())
+		if c, ok := e.compiled[sum]; ok {
+			c.refs++
+			return c, nil
+		}
+		if f, ok := e.failed[sum]; ok {
+			return nil, f.err
+		}
+		return nil, ErrClosed
+	}
+	e.quick[sum] = m
+	return m, nil
+}
+
+// quickReady returns the compiled module of sum, or its interpreted one,
+// or the failure of its compilation; nil and nil when there is none yet.
+func (e *Engine) quickReady(sum [32]byte) (*Module, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	for _, m := range []*Module{e.compiled[sum], e.quick[sum]} {
+		if m != nil {
+			m.refs++
+			return m, nil
+		}
+	}
+	if f, ok := e.failed[sum]; ok && time.Now().Before(f.until) {
+		return nil, f.err
+	}
+	return nil, nil
+}
+
+// dropQuickLocked drops the interpreted module of sum, whose compilation
+// ended: its idle instances are closed, and the module when its last run
+// ends. e.mu is held.
+func (e *Engine) dropQuickLocked(sum [32]byte) {
+	m, ok := e.quick[sum]
+	if !ok {
+		return
+	}
+	delete(e.quick, sum)
+	m.evicted = true
+	for _, in := range e.idle.takeModule(m) {
+		go in.close()
+	}
+	if m.refs == 0 {
+		go m.compiled.Close(context.Background())
+	}
+}

@@ -1,0 +1,141 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"pluginhost/internal/wasmtest"
+	"pluginhost/models"
+)
+
+// holdCompiles takes every compilation slot of the engine, so that a
+// compilation begun stays under way until release is called.
+func holdCompiles(e *Engine) (release func()) {
+	for range cap(e.compiles) {
+		e.compiles <- struct{}{}
+	}
+	return func() {
+		for range cap(e.compiles) {
+			<-e.compiles
+		}
+	}
+}
+
+func sumOf(wasm []byte) string {
+	s := sha256.Sum256(wasm)
+	return hex.EncodeToString(s[:])
+}
+
+func bytesOf(wasm []byte) func(context.Context) ([]byte, error) {
+	return func(context.Context) ([]byte, error) { return wasm, nil }
+}
+
+// While a module's compilation is under way, Quick runs it at once in the
+// interpreter, with the same answer and the same limits, each run from a
+// clean state; once it is compiled, Quick answers the compiled module and
+// the interpreted one is dropped.
+func TestQuick(t *testing.T) {
+	ctx := context.Background()
+	e, err := New(ctx, t.TempDir(), Limits{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	echo := wasmtest.Module(t, modules, "echo")
+	release := holdCompiles(e)
+
+	m, err := e.Quick(ctx, sumOf(echo), bytesOf(echo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.rt == nil || m.rt != e.interp {
+		t.Fatal("a module being compiled was not given to the interpreter")
+	}
+	res, _, err := e.Run(ctx, job(m, models.Capability{}, `{"count":3}`))
+	if err != nil || string(res.Data) != `{"count":3}` {
+		t.Fatalf("the interpreted echo answered %+v, %v", res, err)
+	}
+	again, _ := e.Quick(ctx, sumOf(echo), bytesOf(nil))
+	if again != m {
+		t.Fatal("a second Quick made another interpreted module")
+	}
+	e.Release(again)
+
+	loop := wasmtest.Module(t, modules, "loop")
+	lm, err := e.Quick(ctx, sumOf(loop), bytesOf(loop))
+	if err != nil {
+		t.Fatal(err)
+	}
+	begun := time.Now()
+	_, _, err = e.Run(ctx, job(lm, models.Capability{}, `{}`))
+	if f := failure(t, err); f.Reason != models.ReasonTimeout || time.Since(begun) > 2*time.Second+500*time.Millisecond {
+		t.Fatalf("an interpreted endless loop ended %s after %v", f.Reason, time.Since(begun))
+	}
+	e.Release(lm)
+
+	if _, err := e.Quick(ctx, sumOf(wasmtest.Invalid()), bytesOf(wasmtest.Invalid())); err == nil {
+		t.Fatal("an invalid module was made ready")
+	}
+	if _, err := e.Quick(ctx, sumOf(append([]byte("x"), loop...)), bytesOf(loop)); err == nil {
+		t.Fatal("bytes that are not the sum's were run")
+	}
+
+	release()
+	compiled, err := e.Compile(ctx, echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := e.Quick(ctx, sumOf(echo), bytesOf(nil))
+	if err != nil || now != compiled || now.rt != nil {
+		t.Fatalf("once compiled Quick answered %p (%v), want the compiled %p", now, err, compiled)
+	}
+	e.Release(now)
+	e.Release(compiled)
+	e.Release(m)
+	e.mu.Lock()
+	_, kept := e.quick[m.sum]
+	e.mu.Unlock()
+	if kept || !m.evicted {
+		t.Fatal("the interpreted module was kept after the compiled one was ready")
+	}
+}
+
+// An interpreted reactor runs every time from its state after
+// initialization, as a compiled one does.
+func TestQuickReactorStartsClean(t *testing.T) {
+	ctx := context.Background()
+	e, err := New(ctx, t.TempDir(), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	reactor := wasmtest.C(t, "testdata/c/notes.c", true)
+	release := holdCompiles(e)
+	defer release()
+	m, err := e.Quick(ctx, sumOf(reactor), bytesOf(reactor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Release(m)
+	for i := range 3 {
+		j := job(m, models.Capability{}, `{}`)
+		j.Request.Instance.ID = fmt.Sprint("inst_q_", i)
+		res, _, err := e.Run(ctx, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Runs    int
+			Earlier string `json:"earlier_instance"`
+		}
+		json.Unmarshal(res.Data, &got)
+		if got.Runs != 1 || got.Earlier != "" {
+			t.Fatalf("run %d saw %+v; want 1 run and no earlier Instance", i+1, got)
+		}
+	}
+}
