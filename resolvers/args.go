@@ -24,12 +24,14 @@ func (r *Resolver) caller(ctx context.Context) (models.Caller, error) {
 // decodePackage reads the base64 of a package file (standard or URL alphabet,
 // padded or not, white space ignored).
 func decodePackage(s string) ([]byte, error) {
-	s = strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' || r == ' ' || r == '\t' {
-			return -1
-		}
-		return r
-	}, s)
+	if strings.ContainsAny(s, "\n\r \t") { // base64 wrapped in lines, as tools write it
+		s = strings.Map(func(r rune) rune {
+			if r == '\n' || r == '\r' || r == ' ' || r == '\t' {
+				return -1
+			}
+			return r
+		}, s)
+	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		if b, err := enc.DecodeString(s); err == nil {
 			return b, nil
