@@ -269,3 +269,46 @@ func TestLoopUntrustedKey(t *testing.T) {
 		t.Fatalf("not installed once the key is trusted: %v\n%s", err, out.String())
 	}
 }
+
+// The loop applies the build's path rules before it reads or writes
+// anything: a module path out of the folder, and a key folder that is a
+// symbolic link out of it, are refused, and nothing is written outside.
+func TestLoopStaysInTheFolder(t *testing.T) {
+	w := newWorld(t)
+	for _, tt := range []struct {
+		name   string
+		change func(t *testing.T, dir, outside string)
+		want   string
+	}{
+		{"a module two levels up", func(t *testing.T, dir, outside string) {
+			edit(t, filepath.Join(dir, "manifest.json"), `"capabilities/summary.wasm"`, `"capabilities/../../x.wasm"`)
+		}, `/capabilities/0/module: "capabilities/../../x.wasm" is not a clean relative path`},
+		{"a source out of the folder", func(t *testing.T, dir, outside string) {
+			edit(t, filepath.Join(dir, "manifest.json"), `"src/summary"`, `"../x"`)
+		}, `/capabilities/0/source: "../x" is not a clean relative path`},
+		{"a key folder that is a symbolic link out", func(t *testing.T, dir, outside string) {
+			if err := os.Symlink(outside, filepath.Join(dir, devloop.StateDir)); err != nil {
+				t.Fatal(err)
+			}
+		}, ".pluginhost is a symbolic link out of the plugin folder"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := copyExample(t)
+			outside := filepath.Join(t.TempDir(), "outside")
+			os.MkdirAll(outside, 0o755)
+			tt.change(t, dir, outside)
+			out := &testenv.Buffer{}
+			l := &devloop.Loop{Dir: dir, Server: w.url, Token: w.admin, Engine: newEngine(t), Out: out}
+			err := l.Once(context.Background())
+			if err == nil || !strings.Contains(err.Error()+out.String(), tt.want) {
+				t.Fatalf("got %v, want an error saying %q:\n%s", err, tt.want, out.String())
+			}
+			if entries, _ := os.ReadDir(outside); len(entries) > 0 {
+				t.Fatalf("the loop wrote %s outside the folder", entries[0].Name())
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(dir)), "x.wasm")); err == nil {
+				t.Fatal("the loop wrote a module two levels up")
+			}
+		})
+	}
+}
