@@ -14,6 +14,7 @@ import (
 	"pluginhost/internal/testenv"
 	"pluginhost/pluginbuild"
 	"pluginhost/sandbox"
+	"pluginhost/scaffold"
 	"pluginhost/wasmbin"
 )
 
@@ -294,5 +295,37 @@ __attribute__((export_name("pluginhost_run"))) void run(void) {
 	_, err = pluginbuild.Build(context.Background(), dir, newEngine(t), &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), `export_name("pluginhost_run")`) {
 		t.Fatalf("got %v, want how to export pluginhost_run", err)
+	}
+}
+
+// A folder made by pluginhost new builds in place, in its own module, with
+// the kit the binary wrote into it; build makes that kit the binary's again
+// when it differs, and leaves a kit folder the author made alone.
+func TestBuildKeepsTheKitCurrent(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "made")
+	if _, err := scaffold.New(scaffold.Options{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	kitFile := filepath.Join(dir, pluginbuild.KitDir, "kit.go")
+	want, _ := os.ReadFile(kitFile)
+	os.WriteFile(kitFile, append([]byte("// an old kit\n"), want...), 0o644)
+	os.WriteFile(filepath.Join(dir, pluginbuild.KitDir, "gone.go"), []byte("package kit\n"), 0o644)
+	if _, err := pluginbuild.Build(context.Background(), dir, newEngine(t), &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(kitFile); !bytes.Equal(got, want) {
+		t.Fatal("the kit was not made the binary's again")
+	}
+	if _, err := os.Stat(filepath.Join(dir, pluginbuild.KitDir, "gone.go")); err == nil {
+		t.Fatal("a file that is not the kit's stayed in the kit folder")
+	}
+	// The author's own module named kit is theirs.
+	os.WriteFile(filepath.Join(dir, pluginbuild.KitDir, "go.mod"), []byte("module pluginhost/kit\n\ngo 1.24\n"), 0o644)
+	os.WriteFile(kitFile, append([]byte("// mine\n"), want...), 0o644)
+	if _, err := pluginbuild.Build(context.Background(), dir, newEngine(t), &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(kitFile); !bytes.HasPrefix(got, []byte("// mine\n")) {
+		t.Fatal("build replaced a kit the author wrote")
 	}
 }
