@@ -470,3 +470,38 @@ func ExampleFetching() {
 	kit.Serve(strings.NewReader(`{"capability": "sync.pull"}`), os.Stdout, os.Stderr)
 	// Output: {"fetch":[{"id":"a","method":"GET","url":"https://api.example.com/a"},{"id":"b","method":"GET","url":"https://api.example.com/b"}]}
 }
+
+// The round after one that carried a value reads it; the first run has
+// nothing carried.
+func ExampleRequest_Carried() {
+	kit.Handle(func(req *kit.Request) (*kit.Result, error) {
+		var page struct {
+			Next string `json:"next"`
+			Seen int    `json:"seen"`
+		}
+		ok, err := req.Carried(&page)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return kit.Reply("nothing carried: the first run", nil), nil
+		}
+		return kit.Reply(fmt.Sprintf("round %d goes on at %s, %d seen", req.Round, page.Next, page.Seen), nil), nil
+	})
+	kit.Serve(strings.NewReader(`{"capability": "sync.pull", "round": 2, "fetched": {"page": {"status": 200, "body": "[]"}},
+		"carry": {"next": "cursor-2", "seen": 40}}`), os.Stdout, os.Stderr)
+	// Output: {"summary":"round 2 goes on at cursor-2, 40 seen","data":{},"evidence":[]}
+}
+
+// A value that would pass MaxCarry is refused by the kit, naming the
+// bound: the run fails before the host sees it.
+func ExampleMaxCarry() {
+	kit.Handle(func(req *kit.Request) (*kit.Result, error) {
+		return kit.Fetching(kit.Get("more", "https://api.example.com/more")).Carry(strings.Repeat("x", kit.MaxCarry)), nil
+	})
+	code := kit.Serve(strings.NewReader(`{"capability": "sync.pull"}`), os.Stdout, os.Stdout)
+	fmt.Println("exit", code)
+	// Output:
+	// kit: cannot write the result: the round's carry encodes to 65538 bytes of JSON; at most 65536 (kit.MaxCarry) are carried to the next round: carry less, such as the ids to fetch again
+	// exit 1
+}
