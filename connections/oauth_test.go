@@ -23,7 +23,7 @@ import (
 	"pluginhost/capability"
 	"pluginhost/connections"
 	"pluginhost/internal/fixture"
-	"pluginhost/internal/oauthtest"
+	"pluginhost/internal/oidctest"
 	"pluginhost/internal/testenv"
 	"pluginhost/internal/tlstest"
 	"pluginhost/internal/wasmtest"
@@ -80,7 +80,7 @@ func (b *browser) get(t *testing.T, u string, header ...string) (*http.Response,
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if to := oauthtest.Refresh(string(body)); to != "" && !b.stop && !strings.HasPrefix(to, "/") {
+	if to := oidctest.Refresh(string(body)); to != "" && !b.stop && !strings.HasPrefix(to, "/") {
 		return b.get(t, to)
 	}
 	return resp, string(body)
@@ -93,27 +93,34 @@ func (b *browser) noRedirects() *browser {
 	return &browser{Client: &c, host: b.host, token: b.token, stop: true}
 }
 
-// authorize opens a start link, signs in at the provider, and returns the
+// authorize opens a start link, signs in at the provider as the user (at
+// once when the browser holds a session of the provider's), and returns the
 // host's answer to the provider's redirect (the callback), the callback URL
 // in b.back.
-func (b *browser) authorize(t *testing.T, link string) (*http.Response, string) {
+func (b *browser) authorize(t *testing.T, op *oidctest.Provider, link string) (*http.Response, string) {
 	t.Helper()
-	resp, page := b.get(t, link)
-	id := regexp.MustCompile(`name="id" value="([^"]+)"`).FindStringSubmatch(page)
-	if id == nil {
-		t.Fatalf("no login form at %s: %d %s", resp.Request.URL, resp.StatusCode, page)
-	}
-	login := *resp.Request.URL
-	login.Path, login.RawQuery = "/login/username", ""
 	b.back = ""
-	resp, err := b.PostForm(login.String(), url.Values{"id": {id[1]}, "username": {oauthtest.Username}, "password": {oauthtest.Password}})
+	resp, page := b.get(t, link)
+	if b.back != "" {
+		return resp, page
+	}
+	at := resp
+	resp, err := op.SignIn(b.Client, page, user.Username, user.Password)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("at %s: %d %s: %v", at.Request.URL, at.StatusCode, page, err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	return resp, string(body)
 }
+
+// The provider's user and the operator's client of it.
+var user = oidctest.User{Subject: "sub-carol", Username: "carol", Password: "carol-pw", Name: "Carol", Email: "carol@example.com"}
+
+const (
+	clientID     = "pluginhost-oauth"
+	clientSecret = "oauth-client-secret-7f3a9c1e5b"
+)
 
 // stopAtProvider opens a start link and returns the host's answer without
 // following it to the provider.
@@ -125,7 +132,7 @@ func (b *browser) stopAtProvider(t *testing.T, link string) (*http.Response, str
 // oauthPlugin is a plugin with one OAuth connection to the provider and a
 // capability that fetches what its arguments list, answering its whole
 // request.
-func oauthPlugin(t *testing.T, op *oauthtest.Provider, version, authorizationURL, tokenURL string) map[string]any {
+func oauthPlugin(t *testing.T, op *oidctest.Provider, version, authorizationURL, tokenURL string) map[string]any {
 	m := fixture.Manifest("com.example.oauth", fixture.NS("notes", 1024))
 	m["version"] = version
 	m["permissions"] = []any{"storage", "network"}
@@ -158,7 +165,9 @@ func TestOAuthFlow(t *testing.T) {
 		hostSrv := httptest.NewServer(env.Server.Handler)
 		t.Cleanup(hostSrv.Close)
 		redirect := hostSrv.URL + connections.CallbackPath
-		op := oauthtest.Start(t, ca, redirect)
+		op := oidctest.StartTLS(t, ca)
+		op.AddClient(clientID, clientSecret, []string{redirect}, nil)
+		op.AddUser(user)
 		module := map[string][]byte{"capabilities/fetch.wasm": wasmtest.Reactor(t, "../sandbox/testdata/reactors", "fetch")}
 		ctx := context.Background()
 
@@ -198,11 +207,11 @@ func TestOAuthFlow(t *testing.T) {
 			{"a plugin not installed", admin, "com.example.absent", "id", models.ErrInvalid, "not installed"},
 			{"an undeclared connection", admin, "com.example.oauth", "other", models.ErrInvalid, "declares no OAuth connection"},
 		} {
-			if err := conns.SetOAuthClient(ctx, tc.user, tc.plugin, tc.connection, op.ClientID, op.ClientSecret); models.ErrorCode(err) != tc.code || !strings.Contains(err.Error(), tc.says) {
+			if err := conns.SetOAuthClient(ctx, tc.user, tc.plugin, tc.connection, clientID, clientSecret); models.ErrorCode(err) != tc.code || !strings.Contains(err.Error(), tc.says) {
 				t.Fatalf("%s sets a client: %v, want %s saying %q", tc.name, err, tc.code, tc.says)
 			}
 		}
-		if err := conns.SetOAuthClient(ctx, admin, "com.example.oauth", "id", op.ClientID, op.ClientSecret); err != nil {
+		if err := conns.SetOAuthClient(ctx, admin, "com.example.oauth", "id", clientID, clientSecret); err != nil {
 			t.Fatal(err)
 		}
 
@@ -236,10 +245,10 @@ func TestOAuthFlow(t *testing.T) {
 		// Alice's browser gets the state cookie and goes to the provider.
 		alices := newBrowser(ca, hostSrv.URL, aliceToken)
 		start, startPage := alices.stopAtProvider(t, link)
-		to, _ := url.Parse(oauthtest.Refresh(startPage))
+		to, _ := url.Parse(oidctest.Refresh(startPage))
 		if q := to.Query(); start.StatusCode != http.StatusOK || !strings.HasPrefix(to.String(), op.AuthorizationURL()+"?") ||
 			q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("state") == "" || q.Get("redirect_uri") != redirect ||
-			q.Get("client_id") != op.ClientID {
+			q.Get("client_id") != clientID {
 			t.Fatalf("the start link answered %d %s", start.StatusCode, to)
 		}
 		cookies := start.Cookies()
@@ -278,7 +287,7 @@ func TestOAuthFlow(t *testing.T) {
 			}
 			return nil
 		}
-		viaProvider.authorize(t, link)
+		viaProvider.authorize(t, op, link)
 		back := viaProvider.back
 		if back == "" {
 			t.Fatal("the provider did not send the browser back")
@@ -303,7 +312,7 @@ func TestOAuthFlow(t *testing.T) {
 			t.Fatalf("token requests: %+v", got)
 		}
 		list, err := conns.Of(ctx, caller, inst.ID)
-		if err != nil || len(list) != 1 || !list[0].Connected || list[0].Account != "id1" || list[0].ExpiresAt == nil {
+		if err != nil || len(list) != 1 || !list[0].Connected || list[0].Account != user.Email || list[0].ExpiresAt == nil {
 			t.Fatalf("after the callback: %+v %v", list, err)
 		}
 		// The state is single use.
@@ -313,7 +322,7 @@ func TestOAuthFlow(t *testing.T) {
 
 		// A run fetches the provider's userinfo: the host attaches the token.
 		fetch := func() (map[string]any, error) {
-			args := fmt.Sprintf(`{"rounds":1,"requests":[{"id":"me","method":"GET","url":"%suserinfo","connection":"id"}]}`, op.Issuer)
+			args := fmt.Sprintf(`{"rounds":1,"requests":[{"id":"me","method":"GET","url":%q,"connection":"id"}]}`, op.URL("userinfo"))
 			res, err := env.Runs.Run(ctx, capability.Call{Caller: caller, InstanceID: inst.ID, Capability: "me.fetch",
 				Arguments: models.JSON(args), Trigger: sandbox.TriggerInvoke})
 			if err != nil {
@@ -328,7 +337,7 @@ func TestOAuthFlow(t *testing.T) {
 			t.Fatal(err)
 		}
 		me := data["fetched"].(map[string]any)["me"].(map[string]any)
-		if me["status"] != float64(200) || !strings.Contains(fmt.Sprint(me["body"]), "test-user@zitadel.ch") {
+		if me["status"] != float64(200) || !strings.Contains(fmt.Sprint(me["body"]), user.Email) {
 			t.Fatalf("userinfo with the connection: %v", me)
 		}
 
@@ -344,6 +353,9 @@ func TestOAuthFlow(t *testing.T) {
 		if after := secretsOf(t, env); bytes.Equal(after, tokensBefore) {
 			t.Fatal("the sealed tokens did not change: no refresh happened")
 		}
+		if got := op.TokenRequests(); len(got) != 2 || got[1].Path != "/oauth/token" || got[1].GrantType != "refresh_token" || got[1].ClientID != clientID || !got[1].Secret {
+			t.Fatalf("token requests after the refresh: %+v", got)
+		}
 		skew.Store(0)
 
 		// An expired link, and an expired state.
@@ -354,7 +366,7 @@ func TestOAuthFlow(t *testing.T) {
 		}
 		skew.Store(0)
 		stale, _ = conns.StartOAuth(ctx, caller, inst.ID, "id", hostSrv.URL)
-		viaProvider.authorize(t, stale)
+		viaProvider.authorize(t, op, stale)
 		skew.Store(int64(connections.StateLifetime + time.Minute))
 		if resp, page := alices.noRedirects().get(t, viaProvider.back); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "expired") {
 			t.Fatalf("an expired state: %d %s", resp.StatusCode, page)
@@ -405,7 +417,7 @@ func TestOAuthFlow(t *testing.T) {
 		}
 		update("1.3.0", op.URL("foreign/auth"), op.TokenURL())
 		unusable(op.URL("foreign/auth"))
-		if err := conns.SetOAuthClient(ctx, admin, "com.example.oauth", "id", op.ClientID, op.ClientSecret); err != nil {
+		if err := conns.SetOAuthClient(ctx, admin, "com.example.oauth", "id", clientID, clientSecret); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := fetch(); err != nil {
@@ -428,7 +440,7 @@ func TestOAuthFlow(t *testing.T) {
 		var audit []map[string]any
 		env.DB.Read.Table("fetch_audit").Find(&audit)
 		for where, text := range map[string]string{"the module's request": string(request), "the log": logs.String(), "the audit": fmt.Sprint(audit)} {
-			for _, secret := range []string{op.ClientSecret, "Bearer ", "refresh_token", "access_token"} {
+			for _, secret := range []string{clientSecret, "Bearer ", "refresh_token", "access_token"} {
 				if strings.Contains(text, secret) {
 					t.Errorf("%s holds %q", where, secret)
 				}

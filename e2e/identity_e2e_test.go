@@ -573,7 +573,6 @@ func TestSignInWithProvider(t *testing.T) {
 		m, files := appNotes(t, nil)
 		_, ids := installApp(t, h, alice, m, files, 1)
 		deep := "/app/" + ids[0] + "/main?tab=2"
-		providerHost := strings.TrimPrefix(p.Issuer, "http://")
 
 		// At the provider's login page, from the host's sign-in button.
 		toProvider := func(pg *browser.Page, path string) {
@@ -584,7 +583,7 @@ func TestSignInWithProvider(t *testing.T) {
 				t.Fatalf("the button says %q", got)
 			}
 			pg.Click("#provider")
-			waitUntil(pg, fmt.Sprintf(`location.host === %q && document.querySelector("#username")`, providerHost), 15*time.Second)
+			waitUntil(pg, fmt.Sprintf(`location.host === %q && document.querySelector("#username")`, p.Host), 15*time.Second)
 		}
 		loginAs := func(pg *browser.Page, user, password string) {
 			t.Helper()
@@ -701,7 +700,7 @@ func TestSignInWithProvider(t *testing.T) {
 		jar, _ := cookiejar.New(nil)
 		var stolen string
 		attacker := &http.Client{Jar: jar, CheckRedirect: func(r *http.Request, via []*http.Request) error {
-			if r.URL.Host != providerHost {
+			if r.URL.Host != p.Host {
 				stolen = r.URL.String()
 				return http.ErrUseLastResponse
 			}
@@ -709,19 +708,15 @@ func TestSignInWithProvider(t *testing.T) {
 		}}
 		evil := url.Values{"client_id": {"pluginhost-web"}, "redirect_uri": {callback}, "response_type": {"code"}, "scope": {"openid profile"},
 			"state": {q.Get("state")}, "nonce": {"attacker-nonce"}, "code_challenge": {q.Get("code_challenge")}, "code_challenge_method": {"S256"}}
-		resp, err = attacker.Get(p.Issuer + "/authorize?" + evil.Encode())
+		resp, err = attacker.Get(p.AuthorizationURL() + "?" + evil.Encode())
 		if err != nil {
 			t.Fatal(err)
 		}
 		loginPage, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		id := regexp.MustCompile(`name="id" value="([^"]+)"`).FindSubmatch(loginPage)
-		if id == nil {
-			t.Fatalf("no provider login for the attacker: %s", loginPage)
-		}
-		resp, err = attacker.PostForm(p.Issuer+"/login", url.Values{"id": {string(id[1])}, "username": {"bob"}, "password": {"bob-pw"}})
+		resp, err = p.SignIn(attacker, string(loginPage), "bob", "bob-pw")
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("the attacker at the provider: %v: %s", err, loginPage)
 		}
 		resp.Body.Close()
 		if !strings.HasPrefix(stolen, callback+"?") {

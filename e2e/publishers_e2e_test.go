@@ -9,14 +9,13 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"pluginhost/bundle"
 	"pluginhost/internal/browser"
-	"pluginhost/internal/oauthtest"
+	"pluginhost/internal/oidctest"
 	"pluginhost/internal/testenv"
 	"pluginhost/internal/tlstest"
 	"pluginhost/internal/wasmtest"
@@ -63,7 +62,7 @@ func TestPluginIDsStayWithTheirPublisherE2E(t *testing.T) {
 // oauthApp is the web host's test plugin with an OAuth connection to the
 // provider (authorization at authorization_url, tokens at tokenURL) and a
 // tool that fetches what its arguments list.
-func oauthApp(t *testing.T, op *oauthtest.Provider, version, tokenURL string) (map[string]any, map[string]string) {
+func oauthApp(t *testing.T, op *oidctest.Provider, version, tokenURL string) (map[string]any, map[string]string) {
 	m, files := appNotes(t, nil)
 	m["version"] = version
 	m["network"] = map[string]any{"hosts": []any{op.Host}}
@@ -97,11 +96,17 @@ func goTo(p *browser.Page, u string, until string) {
 	waitUntil(p, until+` && document.readyState === "complete"`, 15*time.Second)
 }
 
+// The provider's user and the operator's client of it, for the OAuth tests.
+var (
+	oauthUser   = oidctest.User{Subject: "sub-carol", Username: "carol", Password: "carol-pw", Name: "Carol", Email: "carol@example.com"}
+	oauthClient = struct{ ID, Secret string }{"pluginhost-oauth", "oauth-client-secret-7f3a9c1e5b"}
+)
+
 // viaProvider opens a start link as a script of the user (its bearer token
 // and a cookie jar of its own), signs in at the provider and returns the
 // callback URL the provider sent it back to, without going there, and the
 // client (holding the state cookie).
-func viaProvider(t *testing.T, ca *tlstest.CA, link, token string) (string, *http.Client) {
+func viaProvider(t *testing.T, ca *tlstest.CA, op *oidctest.Provider, link, token string) (string, *http.Client) {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	var back string
@@ -121,22 +126,17 @@ func viaProvider(t *testing.T, ca *tlstest.CA, link, token string) (string, *htt
 	}
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if to := oauthtest.Refresh(string(page)); to != "" { // the start link's page leads on to the provider
+	if to := oidctest.Refresh(string(page)); to != "" { // the start link's page leads on to the provider
 		if resp, err = c.Get(to); err != nil {
 			t.Fatal(err)
 		}
 		page, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
 	}
-	id := regexp.MustCompile(`name="id" value="([^"]+)"`).FindSubmatch(page)
-	if id == nil {
-		t.Fatalf("no sign-in form at the provider: %d %s", resp.StatusCode, page)
-	}
-	login := *resp.Request.URL
-	login.Path, login.RawQuery = "/login/username", ""
-	resp, err = c.PostForm(login.String(), url.Values{"id": {string(id[1])}, "username": {oauthtest.Username}, "password": {oauthtest.Password}})
+	at := resp
+	resp, err = op.SignIn(c, string(page), oauthUser.Username, oauthUser.Password)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("at the provider: %d %s: %v", at.StatusCode, page, err)
 	}
 	resp.Body.Close()
 	if back == "" {
@@ -160,14 +160,16 @@ func TestOAuthInBrowserE2E(t *testing.T) {
 	pub := NewPublisher(t)
 	h := &host{Server: Start(t, "sqlite:"+filepath.Join(t.TempDir(), "oauth.db"), pub.Dir,
 		"--egress-allow-private", "127.0.0.0/8,::1", "--egress-ca", ca.PEMFile), pub: pub}
-	op := oauthtest.Start(t, ca, h.URL+"/v1/oauth/callback")
+	op := oidctest.StartTLS(t, ca)
+	op.AddClient(oauthClient.ID, oauthClient.Secret, []string{h.URL + "/v1/oauth/callback"}, nil)
+	op.AddUser(oauthUser)
 	admin, alice, bob := h.user(t, "admin", true), h.user(t, "alice", false), h.user(t, "bob", false)
 	m, files := oauthApp(t, op, "1.0.0", op.TokenURL())
 	instl, ids := installApp(t, h, alice, m, files, 1)
 	id := ids[0]
 	alice.Must(t, `mutation($i:ID!){setInstanceGrant(instanceId:$i,permission:"network",granted:true){grants}}`, map[string]any{"i": id}, nil)
 	const setClient = `mutation($c:String!,$s:String!){setOAuthClient(pluginId:"com.test.appnotes",connection:"id",clientId:$c,clientSecret:$s)}`
-	admin.Must(t, setClient, map[string]any{"c": op.ClientID, "s": op.ClientSecret}, nil)
+	admin.Must(t, setClient, map[string]any{"c": oauthClient.ID, "s": oauthClient.Secret}, nil)
 	const start = `mutation($i:ID!){startOAuth(instanceId:$i,connection:"id"){authorizationUrl}}`
 	startLink := func() string {
 		var out struct {
@@ -193,7 +195,7 @@ func TestOAuthInBrowserE2E(t *testing.T) {
 			t.Fatalf("the provider saw %d token requests, want %d: %+v", len(got), want, got)
 		}
 		for _, r := range got {
-			if r.Path != "/oauth/token" || !r.Secret || r.ClientID != op.ClientID {
+			if r.Path != "/oauth/token" || !r.Secret || r.ClientID != oauthClient.ID {
 				t.Fatalf("a token request: %+v", r)
 			}
 		}
@@ -226,7 +228,7 @@ func TestOAuthInBrowserE2E(t *testing.T) {
 
 	// A callback brought to another browser, signed in or not, is refused,
 	// and leaves the state to the browser that started it.
-	back, script := viaProvider(t, ca, link, alice.Token)
+	back, script := viaProvider(t, ca, op, link, alice.Token)
 	for _, p := range []*browser.Page{nobody, bobs} {
 		goTo(p, back, `location.pathname === "/v1/oauth/callback"`)
 		if text := pageText(p); !strings.Contains(text, "Not connected") || !strings.Contains(text, "started in another browser") {
@@ -251,8 +253,8 @@ func TestOAuthInBrowserE2E(t *testing.T) {
 	goTo(alices, h.URL+"/app/"+id+"/main", `!!document.querySelector('[data-ph-connect="id"]')`)
 	alices.Click(`[data-ph-connect="id"]`)
 	waitUntil(alices, `location.host === "`+op.Host+`" && !!document.querySelector("#username")`, 15*time.Second)
-	alices.TypeInto("#username", oauthtest.Username)
-	alices.TypeInto("#password", oauthtest.Password)
+	alices.TypeInto("#username", oauthUser.Username)
+	alices.TypeInto("#password", oauthUser.Password)
 	alices.Click(`button[type=submit]`)
 	waitUntil(alices, `location.pathname === "/app/`+id+`/main" && location.search === "?connected=id"`, 15*time.Second)
 	waitUntil(alices, `!document.querySelector('[data-ph-connection]')`, 15*time.Second)
@@ -323,7 +325,7 @@ func TestOAuthInBrowserE2E(t *testing.T) {
 			t.Fatalf("a token request reached the foreign URL: %+v", r)
 		}
 	}
-	if strings.Contains(h.Log(), op.ClientSecret) {
+	if strings.Contains(h.Log(), oauthClient.Secret) {
 		t.Fatal("the client secret shows in the server log")
 	}
 }

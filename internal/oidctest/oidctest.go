@@ -1,15 +1,21 @@
 // Package oidctest runs a real OpenID Connect provider in a test's process:
 // zitadel/oidc's OpenID provider (package op) over an in-memory storage of
-// this package's, on a loopback port. The provider signs what it issues
-// with its own keys, which a test may rotate; tokens come from its token
+// this package's, on a loopback port, over plain HTTP (Start) or over HTTPS
+// with a certificate of a test CA (StartTLS), as a private service the host
+// trusts only through --egress-ca. The provider signs what it issues with
+// its own keys, which a test may rotate; tokens come from its token
 // endpoint (the client credentials grant, shaped by a Mint) or from its
 // authorization code flow, whose login page a browser or an HTTP client
-// fills in. Where a test needs a token no honest provider issues (another
-// issuer, alg none, HMAC), Sign makes it with the provider's keys.
+// (SignIn) fills in; with the offline_access scope the code flow also
+// issues a refresh token, and every refresh issues a new one. Where a test
+// needs a token no honest provider issues (another issuer, alg none, HMAC),
+// Sign makes it with the provider's keys.
 //
 // The provider counts the requests for its keys (KeyRequests), can be taken
-// down (Down: every connection is dropped) and records the authorization
-// requests it saw.
+// down (Down: every connection is dropped), records the authorization
+// requests it saw, and records every request to its token endpoint and to
+// any URL under /foreign/ (a token URL another publisher might name, which
+// it refuses), so that a test can see where a client's secret went.
 package oidctest
 
 import (
@@ -19,6 +25,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -40,44 +47,72 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
+
+	"pluginhost/internal/tlstest"
 )
 
 // Provider is a running OpenID provider.
 type Provider struct {
-	// Issuer is its issuer URL: http://localhost:PORT (a host name, so that
-	// a browser treats it as another site than 127.0.0.1).
+	// Issuer is its issuer URL: http://localhost:PORT, or https:// (a host
+	// name, so that a browser treats it as another site than 127.0.0.1).
 	Issuer string
+	// Host is localhost:PORT.
+	Host string
 	// Store is its storage: keys, clients, users, requests.
 	Store *Storage
 
 	srv         *httptest.Server
+	client      *http.Client // trusts the provider's certificate
 	down        atomic.Bool
 	keyRequests atomic.Int64
 
 	mu        sync.Mutex
 	authorize []url.Values // queries of the authorization requests seen
 	returns   []string     // where the provider sent browsers back with a code
+	tokens    []TokenRequest
 }
 
-// Start runs a provider until the test ends, with one RS256 key.
+// Start runs a provider over HTTP until the test ends, with one RS256 key.
 func Start(t testing.TB) *Provider {
 	t.Helper()
+	return start(t, nil)
+}
+
+// StartTLS is Start over HTTPS, with a certificate for localhost of ca.
+func StartTLS(t testing.TB, ca *tlstest.CA) *Provider {
+	t.Helper()
+	return start(t, ca)
+}
+
+func start(t testing.TB, ca *tlstest.CA) *Provider {
 	srv := httptest.NewUnstartedServer(nil)
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	p := &Provider{Issuer: fmt.Sprintf("http://localhost:%d", port), srv: srv}
+	scheme, client, opts := "http", http.DefaultClient, []op.Option{op.WithAllowInsecure()}
+	if ca != nil {
+		scheme, client, opts = "https", &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}, nil
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "localhost")}}
+		t.Cleanup(client.CloseIdleConnections)
+	}
+	p := &Provider{Host: fmt.Sprintf("localhost:%d", port), srv: srv, client: client}
+	p.Issuer = scheme + "://" + p.Host
 	p.Store = newStorage(p.Issuer)
 	p.Store.Rotate(t)
 	var key [32]byte
 	rand.Read(key[:])
 	provider, err := op.NewProvider(&op.Config{
-		CryptoKey: key, DefaultLogoutRedirectURI: "/signed-out", CodeMethodS256: true, AuthMethodPost: true,
-	}, p.Store, op.StaticIssuer(p.Issuer), op.WithAllowInsecure(), op.WithLogger(slog.New(slog.DiscardHandler)))
+		CryptoKey: key, DefaultLogoutRedirectURI: "/signed-out", CodeMethodS256: true, AuthMethodPost: true, GrantTypeRefreshToken: true,
+	}, p.Store, op.StaticIssuer(p.Issuer), append(opts, op.WithLogger(slog.New(slog.DiscardHandler)))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/login", &login{store: p.Store, callback: p.Issuer + "/authorize/callback?id="})
 	mux.HandleFunc("/signed-out", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "signed out") })
+	mux.HandleFunc("/foreign/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":"invalid_client"}`)
+	})
 	mux.Handle("/", provider)
 	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.down.Load() {
@@ -88,13 +123,15 @@ func Start(t testing.TB) *Provider {
 				}
 			}
 		}
-		switch r.URL.Path {
-		case "/keys":
+		switch {
+		case r.URL.Path == "/keys":
 			p.keyRequests.Add(1)
-		case "/authorize":
+		case r.URL.Path == "/authorize":
 			p.mu.Lock()
 			p.authorize = append(p.authorize, r.URL.Query())
 			p.mu.Unlock()
+		case r.URL.Path == tokenPath || strings.HasPrefix(r.URL.Path, "/foreign/"):
+			p.record(r)
 		}
 		rec := &locationRecorder{ResponseWriter: w}
 		mux.ServeHTTP(rec, r)
@@ -104,7 +141,11 @@ func Start(t testing.TB) *Provider {
 			p.mu.Unlock()
 		}
 	})
-	srv.Start()
+	if ca != nil {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	return p
 }
@@ -157,10 +198,10 @@ func (p *Provider) Token(t testing.TB, m Mint) string {
 func (p *Provider) TryToken(m Mint) (string, error) {
 	id := p.Store.addMint(&m)
 	form := url.Values{"grant_type": {"client_credentials"}, "scope": {"mint:" + id}}
-	req, _ := http.NewRequest("POST", p.Issuer+"/oauth/token", strings.NewReader(form.Encode()))
+	req, _ := http.NewRequest("POST", p.TokenURL(), strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth(minterID, minterSecret)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.client.Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -235,12 +276,13 @@ const (
 	minterSecret = "minter-secret"
 )
 
-// AddClient registers a web client for the authorization code flow.
+// AddClient registers a web client for the authorization code flow and
+// its refresh tokens.
 func (p *Provider) AddClient(id, secret string, redirects, postLogout []string) {
 	p.Store.mu.Lock()
 	defer p.Store.mu.Unlock()
 	p.Store.clients[id] = &client{id: id, secret: secret, redirects: redirects, postLogout: postLogout,
-		grants: []oidc.GrantType{oidc.GrantTypeCode}}
+		grants: []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken}}
 }
 
 // User is a person who signs in at the provider.
@@ -328,12 +370,13 @@ type Storage struct {
 	codes      map[string]string // code → request id
 	mints      map[string]*Mint
 	sessions   map[string]string // provider browser session → subject
+	refresh    map[string]*refreshGrant
 	terminated int
 }
 
 func newStorage(issuer string) *Storage {
 	s := &Storage{issuer: issuer, clients: map[string]*client{}, users: map[string]*User{}, requests: map[string]*authRequest{},
-		codes: map[string]string{}, mints: map[string]*Mint{}, sessions: map[string]string{}}
+		codes: map[string]string{}, mints: map[string]*Mint{}, sessions: map[string]string{}, refresh: map[string]*refreshGrant{}}
 	s.clients[minterID] = &client{id: minterID, secret: minterSecret, grants: []oidc.GrantType{oidc.GrantTypeClientCredentials}}
 	return s
 }
@@ -627,13 +670,58 @@ func (s *Storage) CreateAccessToken(_ context.Context, r op.TokenRequest) (strin
 	return randomID(), time.Now().Add(ttl), nil
 }
 
-func (s *Storage) CreateAccessAndRefreshTokens(context.Context, op.TokenRequest, string) (string, string, time.Time, error) {
-	return "", "", time.Time{}, errors.New("refresh tokens are not issued")
+// CreateAccessAndRefreshTokens issues a refresh token with the access
+// token; a refresh replaces the refresh token it used, which ends.
+func (s *Storage) CreateAccessAndRefreshTokens(ctx context.Context, r op.TokenRequest, current string) (string, string, time.Time, error) {
+	var g refreshGrant
+	switch r := r.(type) {
+	case *authRequest:
+		g = refreshGrant{clientID: r.clientID, subject: r.subject, audience: r.GetAudience(), scopes: r.scopes, amr: r.GetAMR(), authTime: r.authTime}
+	case *refreshGrant:
+		g = *r
+	default:
+		return "", "", time.Time{}, fmt.Errorf("no refresh token for a %T", r)
+	}
+	id, exp, _ := s.CreateAccessToken(ctx, r)
+	token := "rt-" + randomID()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if current != "" {
+		if s.refresh[current] == nil {
+			return "", "", time.Time{}, op.ErrInvalidRefreshToken
+		}
+		delete(s.refresh, current)
+	}
+	s.refresh[token] = &g
+	return id, token, exp, nil
 }
 
-func (s *Storage) TokenRequestByRefreshToken(context.Context, string) (op.RefreshTokenRequest, error) {
-	return nil, op.ErrInvalidRefreshToken
+func (s *Storage) TokenRequestByRefreshToken(_ context.Context, token string) (op.RefreshTokenRequest, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.refresh[token]
+	if g == nil {
+		return nil, op.ErrInvalidRefreshToken
+	}
+	c := *g
+	return &c, nil
 }
+
+// refreshGrant is what a refresh token stands for.
+type refreshGrant struct {
+	clientID, subject string
+	audience, scopes  []string
+	amr               []string
+	authTime          time.Time
+}
+
+func (g *refreshGrant) GetAMR() []string                 { return g.amr }
+func (g *refreshGrant) GetAudience() []string            { return g.audience }
+func (g *refreshGrant) GetAuthTime() time.Time           { return g.authTime }
+func (g *refreshGrant) GetClientID() string              { return g.clientID }
+func (g *refreshGrant) GetScopes() []string              { return g.scopes }
+func (g *refreshGrant) GetSubject() string               { return g.subject }
+func (g *refreshGrant) SetCurrentScopes(scopes []string) { g.scopes = scopes }
 
 // TerminateSession ends the user's provider sessions (end_session).
 func (s *Storage) TerminateSession(_ context.Context, userID, _ string) error {
@@ -648,9 +736,23 @@ func (s *Storage) TerminateSession(_ context.Context, userID, _ string) error {
 	return nil
 }
 
-func (s *Storage) RevokeToken(context.Context, string, string, string) *oidc.Error { return nil }
+// RevokeToken ends a refresh token (access tokens are JWTs: they live
+// until they expire).
+func (s *Storage) RevokeToken(_ context.Context, token, _, clientID string) *oidc.Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.refresh[token]; g != nil && g.clientID == clientID {
+		delete(s.refresh, token)
+	}
+	return nil
+}
 
-func (s *Storage) GetRefreshTokenInfo(context.Context, string, string) (string, string, error) {
+func (s *Storage) GetRefreshTokenInfo(_ context.Context, clientID, token string) (string, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.refresh[token]; g != nil && g.clientID == clientID {
+		return g.subject, token, nil
+	}
 	return "", "", op.ErrInvalidRefreshToken
 }
 
