@@ -248,20 +248,28 @@ func TestIssuerJWTs(t *testing.T) {
 			}
 		}
 
-		// A websocket opened with a JWT closes at the token's exp, with
-		// 4403 saying so; a subscription runs until then.
+		// A subscription runs on a websocket opened with a JWT (one that
+		// lives long enough for a loaded machine) ...
+		long := jwtOf(t, p, srv.URL, "sub-alice", "alice", 10*time.Minute)
+		live := DialWS(t, srv.URL, transportWS)
+		live.Init(long.Token)
+		live.Subscribe("s", ids[0])
+		if c := live.Change("s"); c.Operation != "snapshot" {
+			t.Fatalf("the subscription of the JWT's socket: %+v", c)
+		}
+		alice.Must(t, `mutation($i:ID!){storageCreate(instanceId:$i,namespace:"notes",key:"a",value:{text:"x"}){summary}}`, map[string]any{"i": ids[0]}, nil)
+		if c := live.Change("s"); c.Operation != "create" {
+			t.Fatalf("the subscription of the JWT's socket: %+v", c)
+		}
+		live.Stop("s")
+
+		// ... and one closes at the token's exp, with 4403 saying so, never
+		// before it (a late start only moves the close later).
 		short := jwtOf(t, p, srv.URL, "sub-alice", "alice", 4*time.Second)
 		exp := expiry(t, short.Token)
 		ws := DialWS(t, srv.URL, transportWS)
 		ws.Init(short.Token)
 		ws.Subscribe("s", ids[0])
-		alice.Must(t, `mutation($i:ID!){storageCreate(instanceId:$i,namespace:"notes",key:"a",value:{text:"x"}){summary}}`, map[string]any{"i": ids[0]}, nil)
-		if c := ws.Change("s"); c.Operation != "snapshot" {
-			t.Fatalf("the subscription of the JWT's socket: %+v", c)
-		}
-		if c := ws.Change("s"); c.Operation != "create" {
-			t.Fatalf("the subscription of the JWT's socket: %+v", c)
-		}
 		var ce *websocket.CloseError
 		err := ws.Closed(time.Minute) // a safety net, not a measure
 		closed := time.Now()
