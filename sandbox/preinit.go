@@ -12,7 +12,8 @@ import (
 
 // Preinitialize returns a reactor module that starts initialized: it makes
 // an instance that reads a fixed clock and zeros for random bytes, runs its
-// _initialize within the run's limits, and writes its memory and globals
+// _initialize within the run's limits of memory and output and the
+// compilation's time, and writes its memory and globals
 // into the module (wasmbin.Module.Preinitialize). The same module gives the
 // same bytes. A reactor without _initialize is returned as it is; a command
 // cannot be pre-initialized. The module runs in the engine's interpreter,
@@ -48,7 +49,11 @@ func (e *Engine) Preinitialize(ctx context.Context, wasm []byte) ([]byte, error)
 	}
 	defer cm.Close(context.Background())
 	m := &Module{compiled: cm, facts: facts, rt: rt, globals: parsed.MutableGlobalExports(), stackBudget: e.limits.StackBytes}
-	ctx, cancel := context.WithTimeout(ctx, e.limits.Timeout)
+	// Initialization is bounded as a compilation is, not as a run: it runs
+	// once, on the author's machine, in the interpreter (several times
+	// slower than the compiled code a run uses, more so under the race
+	// detector), and what it does is never done again by a run.
+	ctx, cancel := context.WithTimeout(ctx, e.limits.CompileTimeout)
 	defer cancel()
 	in, err := e.instantiate(ctx, m, true)
 	if err != nil {
