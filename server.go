@@ -57,7 +57,10 @@ func smallStacks() {
 	if v := os.Getenv("GODEBUG"); v != "" {
 		godebug = v + "," + godebug
 	}
-	env := append(os.Environ(), "GODEBUG="+godebug)
+	// The variable is replaced, not added: a process reads the first of
+	// two, and would start again forever.
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") })
+	env = append(env, "GODEBUG="+godebug)
 	syscall.Exec(exe, os.Args, env) // returns only on failure: then run as is
 }
 
