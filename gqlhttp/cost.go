@@ -455,14 +455,15 @@ func (g *queryGuard) InterceptOperation(ctx context.Context, next graphql.Operat
 		release, deadline = sync.OnceFunc(r), time.Now().Add(requestTimeout)
 	}
 	// within gives a context the operation's budget and, for one admitted
-	// here, its deadline.
+	// here, its deadline. (One admitted with its HTTP request has the
+	// request's deadline, and ends with it.)
 	b := &responseBudget{max: g.limits.MaxResponseBytes}
 	within := func(ctx context.Context) (context.Context, context.CancelFunc) {
 		ctx = context.WithValue(ctx, budgetKey{}, b)
 		if !deadline.IsZero() {
 			return context.WithDeadline(withAdmission(ctx), deadline)
 		}
-		return context.WithCancel(ctx)
+		return ctx, func() {}
 	}
 	ctx, cancel := within(ctx)
 	handler := next(ctx)

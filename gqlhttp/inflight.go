@@ -92,28 +92,49 @@ func (g *gate) admit(ctx context.Context, user string) (release func(), err *req
 		}
 		g.mu.Unlock()
 	}
-	timer := time.NewTimer(g.limits.InFlightWait)
-	defer timer.Stop()
+	// A free slot is taken at once, without a timer. A slot is free only
+	// while no one waits for it (a release hands it to the first waiter),
+	// so this takes no one's turn.
+	var timer *time.Timer
+	expired := func() <-chan time.Time {
+		if timer == nil {
+			timer = time.NewTimer(g.limits.InFlightWait)
+		}
+		return timer.C
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	select {
 	case u.slots <- struct{}{}:
-	case <-timer.C:
-		drop()
-		return nil, &requestError{http.StatusTooManyRequests, "TOO_MANY_REQUESTS",
-			fmt.Sprintf("this user has %d GraphQL requests in progress; wait for one to finish", g.limits.MaxInFlightPerUser)}
-	case <-ctx.Done():
-		drop()
-		return nil, errCancelled()
+	default:
+		select {
+		case u.slots <- struct{}{}:
+		case <-expired():
+			drop()
+			return nil, &requestError{http.StatusTooManyRequests, "TOO_MANY_REQUESTS",
+				fmt.Sprintf("this user has %d GraphQL requests in progress; wait for one to finish", g.limits.MaxInFlightPerUser)}
+		case <-ctx.Done():
+			drop()
+			return nil, errCancelled()
+		}
 	}
 	select {
 	case g.requests <- struct{}{}:
-	case <-timer.C:
-		<-u.slots
-		drop()
-		return nil, &requestError{http.StatusServiceUnavailable, "SERVER_BUSY", "the server is busy; try again shortly"}
-	case <-ctx.Done():
-		<-u.slots
-		drop()
-		return nil, errCancelled()
+	default:
+		select {
+		case g.requests <- struct{}{}:
+		case <-expired():
+			<-u.slots
+			drop()
+			return nil, &requestError{http.StatusServiceUnavailable, "SERVER_BUSY", "the server is busy; try again shortly"}
+		case <-ctx.Done():
+			<-u.slots
+			drop()
+			return nil, errCancelled()
+		}
 	}
 	g.admitted.Add(1)
 	return func() {
@@ -200,13 +221,17 @@ func (g *gate) reserveBytes(ctx context.Context, n int64) (func(), *requestError
 	if n <= 0 {
 		return func() {}, nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, g.limits.InFlightWait)
-	defer cancel()
-	if err := g.bytes.Acquire(wctx, n); err != nil {
-		if ctx.Err() != nil {
-			return nil, errCancelled()
+	// Free bytes and no one waiting (the common case) need no wait, and
+	// so no timer.
+	if !g.bytes.TryAcquire(n) {
+		wctx, cancel := context.WithTimeout(ctx, g.limits.InFlightWait)
+		defer cancel()
+		if err := g.bytes.Acquire(wctx, n); err != nil {
+			if ctx.Err() != nil {
+				return nil, errCancelled()
+			}
+			return nil, &requestError{http.StatusServiceUnavailable, "SERVER_BUSY", "the server is reading too many request bodies; try again shortly"}
 		}
-		return nil, &requestError{http.StatusServiceUnavailable, "SERVER_BUSY", "the server is reading too many request bodies; try again shortly"}
 	}
 	g.reserved.Add(n)
 	return func() {

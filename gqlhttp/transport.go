@@ -171,8 +171,7 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 	if ct == "" {
 		return nil, nil, &requestError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", "the body needs Content-Type: application/json"}
 	}
-	if mt, params, err := mime.ParseMediaType(ct); err != nil || mt != mediaJSON ||
-		(params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8")) {
+	if ct != mediaJSON && !plainJSONType(ct) {
 		return nil, nil, &requestError{http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", "the body must be application/json in UTF-8"}
 	}
 	body, release, rerr := t.readBody(w, r)
@@ -244,6 +243,13 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 		return nil, release, badRequest("MISSING_QUERY", "the body has no query")
 	}
 	return p, release, nil
+}
+
+// plainJSONType reports whether a Content-Type is application/json, in
+// UTF-8 if it names a charset.
+func plainJSONType(ct string) bool {
+	mt, params, err := mime.ParseMediaType(ct)
+	return err == nil && mt == mediaJSON && (params["charset"] == "" || strings.EqualFold(params["charset"], "utf-8"))
 }
 
 // readBody reads a request body within MaxBodyBytes, BodyReadTimeout and
@@ -388,6 +394,26 @@ func writeRequestError(w http.ResponseWriter, media string, e *requestError) {
 	writeResponse(w, media, e.status, &graphql.Response{Errors: gqlerror.List{err}}, true)
 }
 
+// dataOnly returns the JSON of a response that has data and nothing else,
+// written as json.Marshal would, without its second pass over the data
+// (which the executor wrote as compact JSON already); nil when the response
+// has more, or data that json.Marshal would escape (<, >, & and the line
+// separators U+2028 and U+2029, whose UTF-8 begins with 0xE2).
+func dataOnly(resp *graphql.Response) []byte {
+	if resp.Data == nil || len(resp.Errors) > 0 || resp.Label != "" || resp.Path != nil || resp.HasNext != nil || len(resp.Extensions) > 0 {
+		return nil
+	}
+	for _, c := range resp.Data {
+		if c == '<' || c == '>' || c == '&' || c == 0xE2 {
+			return nil
+		}
+	}
+	b := make([]byte, 0, len(resp.Data)+len(`{"data":}`))
+	b = append(b, `{"data":`...)
+	b = append(b, resp.Data...)
+	return append(b, '}')
+}
+
 // writeResponse writes a GraphQL response; noData leaves out the data entry,
 // as the specification asks of a request that did not run.
 func writeResponse(w http.ResponseWriter, media string, status int, resp *graphql.Response, noData bool) {
@@ -395,6 +421,11 @@ func writeResponse(w http.ResponseWriter, media string, status int, resp *graphq
 	w.Header().Set("Cache-Control", "no-store")
 	var b []byte
 	var err error
+	if b = dataOnly(resp); b != nil && !noData {
+		w.WriteHeader(status)
+		w.Write(b)
+		return
+	}
 	if noData || resp.Data == nil {
 		b, err = json.Marshal(struct {
 			Errors     gqlerror.List  `json:"errors,omitempty"`
