@@ -54,6 +54,9 @@ func (it StorageItem) Wire() ItemJSON {
 // FormatTime formats t in UTC with TimeLayout.
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
 
+// AppendTime appends t as FormatTime writes it.
+func AppendTime(b []byte, t time.Time) []byte { return t.UTC().AppendFormat(b, TimeLayout) }
+
 // ItemData is ExtensionResult.data of a single-item tool.
 type ItemData struct {
 	Namespace string   `json:"namespace"`

@@ -84,7 +84,7 @@ func (s *Service) applyHostActions(ctx context.Context, c models.Caller, instanc
 	}
 	var muts []mutation
 	var sc *scope
-	_, err = s.write(ctx, c, instanceID, true, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
+	_, err = s.write(ctx, c, instanceID, true, func(ctx context.Context, tx *sql.Tx, locked *scope) ([]mutation, error) {
 		sc = locked
 		declared, ok := sc.manifest.Capability(capability)
 		kind := declared.Kind

@@ -125,7 +125,7 @@ func (s *Service) Create(ctx context.Context, c models.Caller, instanceID, names
 	if err != nil {
 		return nil, err
 	}
-	return s.writeItem(ctx, c, instanceID, func(tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error) {
+	return s.writeItem(ctx, c, instanceID, func(ctx context.Context, tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error) {
 		return s.create(ctx, tx, c, sc, namespace, key, v)
 	}, func(row database.ItemRow) string {
 		return fmt.Sprintf("Created %q in namespace %q at revision 1", key, row.Namespace)
@@ -145,7 +145,7 @@ func (s *Service) Update(ctx context.Context, c models.Caller, instanceID, names
 	if err != nil {
 		return nil, err
 	}
-	return s.writeItem(ctx, c, instanceID, func(tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error) {
+	return s.writeItem(ctx, c, instanceID, func(ctx context.Context, tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error) {
 		return s.update(ctx, tx, c, sc, namespace, key, v, revision)
 	}, func(row database.ItemRow) string {
 		return fmt.Sprintf("Updated %q in namespace %q to revision %d", key, row.Namespace, row.Revision)
@@ -161,7 +161,7 @@ func (s *Service) Delete(ctx context.Context, c models.Caller, instanceID, names
 	if err := checkRevision(revision); err != nil {
 		return nil, err
 	}
-	return s.writeItem(ctx, c, instanceID, func(tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error) {
+	return s.writeItem(ctx, c, instanceID, func(ctx context.Context, tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error) {
 		return s.delete(ctx, tx, c, sc, namespace, key, revision)
 	}, func(row database.ItemRow) string {
 		return fmt.Sprintf("Deleted %q (revision %d) from namespace %q", key, row.Revision, row.Namespace)
@@ -170,12 +170,12 @@ func (s *Service) Delete(ctx context.Context, c models.Caller, instanceID, names
 
 // writeItem runs one item change as a write and answers with the item and a
 // summary of what happened to it.
-func (s *Service) writeItem(ctx context.Context, c models.Caller, instanceID string, change func(tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error), summary func(database.ItemRow) string) (*models.ExtensionResult, error) {
+func (s *Service) writeItem(ctx context.Context, c models.Caller, instanceID string, change func(ctx context.Context, tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error), summary func(database.ItemRow) string) (*models.ExtensionResult, error) {
 	var row database.ItemRow
 	var sc *scope
-	_, err := s.write(ctx, c, instanceID, false, func(tx *sql.Tx, locked *scope) ([]mutation, error) {
+	_, err := s.write(ctx, c, instanceID, false, func(ctx context.Context, tx *sql.Tx, locked *scope) ([]mutation, error) {
 		sc = locked
-		m, r, err := change(tx, sc)
+		m, r, err := change(ctx, tx, sc)
 		row = r
 		return []mutation{m}, err
 	})
@@ -225,7 +225,7 @@ func (s *Service) delete(ctx context.Context, tx *sql.Tx, c models.Caller, sc *s
 func (s *Service) Reset(ctx context.Context, c models.Caller, instanceID string) (out int64, opErr error) {
 	defer func() { metrics.StorageOperation("reset", c.Actor, opErr) }()
 	var deleted int64
-	_, err := s.write(ctx, c, instanceID, false, func(tx *sql.Tx, sc *scope) ([]mutation, error) {
+	_, err := s.write(ctx, c, instanceID, false, func(ctx context.Context, tx *sql.Tx, sc *scope) ([]mutation, error) {
 		var freed int64
 		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(SUM(size), 0) FROM storage_items WHERE instance_id = ?", sc.InstanceID).Scan(&freed); err != nil {
 			return nil, err
@@ -304,7 +304,7 @@ func (s *Service) createItem(ctx context.Context, tx *sql.Tx, sc *scope, ns mode
 // updateItem replaces a value at the expected revision.
 func (s *Service) updateItem(ctx context.Context, tx *sql.Tx, sc *scope, ns models.NamespaceDecl, key string, v []byte, revision int64) (database.ItemRow, error) {
 	q := &s.q
-	row, err := readItem(ctx, on(ctx, tx, q.itemLocked), sc.InstanceID, ns.ID, key)
+	row, err := readItemHead(ctx, on(ctx, tx, q.itemHead), sc.InstanceID, ns.ID, key)
 	if err != nil {
 		return row, err
 	}
@@ -394,7 +394,7 @@ func evidence(sc *scope, ns, key string, revision int64) models.Evidence {
 func itemResult(sc *scope, ns string, row database.ItemRow, summary string) *models.ExtensionResult {
 	return &models.ExtensionResult{
 		Summary:  summary,
-		Data:     mustJSON(models.ItemData{Namespace: ns, Item: row.Model().Wire()}),
+		Data:     itemJSON(ns, row),
 		Evidence: []models.Evidence{evidence(sc, ns, row.Key, row.Revision)},
 	}
 }

@@ -62,7 +62,7 @@ func (s *Service) ToggleFavorite(ctx context.Context, c models.Caller, instanceI
 		return nil, err
 	}
 	var favorite bool
-	return s.writeItem(ctx, c, instanceID, func(tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error) {
+	return s.writeItem(ctx, c, instanceID, func(ctx context.Context, tx *sql.Tx, sc *scope) (mutation, database.ItemRow, error) {
 		if _, err := sc.namespace(c, models.SavedEntitiesNamespace, models.ToolUpdate); err != nil {
 			return mutation{}, database.ItemRow{}, err
 		}

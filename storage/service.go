@@ -50,17 +50,29 @@ type Service struct {
 	runs     *runQueue
 }
 
-// scopeCache keeps, within one batch transaction, the scopes already read:
-// nothing but the batch's own writes can change them until it commits, so a
-// later write of the same Instance need not read its row again. Nil is an
-// empty cache that keeps nothing.
+// scopeCache keeps the scopes the SQLite writer read, as its own writes
+// left them: while nothing but the writer changes the database, a later
+// write of the same Instance need not read its row again. The writer keeps
+// it from one batch to the next and empties it whenever anything else may
+// have changed the database (see batchTx). Nil is an empty cache that keeps
+// nothing.
 type scopeCache struct {
-	scopes map[string]*scope // by Instance, as after the batch's writes so far
+	scopes map[string]*scope // by Instance, as after the writes so far
 	used   map[string]int64  // each Installation's used bytes so far
 }
 
+// maxCachedScopes bounds the Instances a scopeCache keeps; past it, it
+// starts again empty.
+const maxCachedScopes = 4096
+
 func newScopeCache() *scopeCache {
 	return &scopeCache{scopes: map[string]*scope{}, used: map[string]int64{}}
+}
+
+// reset empties the cache.
+func (c *scopeCache) reset() {
+	clear(c.scopes)
+	clear(c.used)
 }
 
 // get returns a copy of a cached scope, with its Installation's current usage.
@@ -81,6 +93,9 @@ func (c *scopeCache) get(instanceID string) *scope {
 func (c *scopeCache) put(sc *scope, n int) {
 	if c == nil {
 		return
+	}
+	if len(c.scopes) >= maxCachedScopes {
+		c.reset()
 	}
 	after := *sc
 	after.StorageRevision += int64(n)
@@ -114,13 +129,16 @@ type scope struct {
 	storage         *models.StorageDecl // the manifest's storage declaration
 }
 
-// newScope returns the scope of an Instance as access.SQL read it.
-func newScope(r *access.Row) *scope {
-	return &scope{
-		InstanceID: r.Instance.ID, UserID: r.Instance.UserID, Enabled: r.Instance.Enabled, StorageRevision: r.Instance.StorageRevision,
-		InstallationID: r.Installation.ID, PluginID: r.Installation.PluginID, Status: r.Installation.Status,
-		Generation: r.Installation.Generation, UsedBytes: r.Installation.UsedBytes, AIConsent: r.Installation.AIConsent,
+// scanScope reads the scope of an Instance from a result of scopeSQL; nil,
+// nil when there is none.
+func scanScope(row *sql.Row, instanceID string) (*scope, error) {
+	sc := &scope{InstanceID: instanceID}
+	err := row.Scan(&sc.UserID, &sc.Enabled, &sc.StorageRevision, &sc.InstallationID,
+		&sc.PluginID, &sc.Generation, &sc.Status, &sc.AIConsent, &sc.UsedBytes)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
 	}
+	return sc, err
 }
 
 // row returns what the Instance gate decides on.
@@ -145,18 +163,18 @@ func (s *Service) loadScope(ctx context.Context, tx *sql.Tx, c models.Caller, in
 	if tx != nil {
 		st = on(ctx, tx, q.scopeLocked)
 	}
-	r, err := access.Scan(st.QueryRowContext(ctx, instanceID))
+	sc, err := scanScope(st.QueryRowContext(ctx, instanceID), instanceID)
 	if err != nil {
 		return nil, err
 	}
-	if r == nil {
+	if sc == nil {
 		return nil, access.Decide(c, instanceID, nil, access.Use)
 	}
 	var qr access.Querier = s.readDB
 	if tx != nil {
 		qr = tx // never a second connection while holding locks: the pool may be exhausted
 	}
-	return s.checkScope(ctx, qr, c, newScope(r))
+	return s.checkScope(ctx, qr, c, sc)
 }
 
 // installationOf returns the Installation of an Instance, read outside any
@@ -235,7 +253,9 @@ func (sc *scope) namespace(c models.Caller, ns, tool string) (models.NamespaceDe
 }
 
 // writeFunc makes the changes of one write inside tx, on the locked scope.
-type writeFunc func(tx *sql.Tx, sc *scope) ([]mutation, error)
+// Its statements run with ctx, not the caller's context: inside a batch a
+// write runs to its end once started (see runBatch).
+type writeFunc func(ctx context.Context, tx *sql.Tx, sc *scope) ([]mutation, error)
 
 // write applies one write and publishes its changes: on the SQLite write
 // goroutine when batching, else in a transaction of its own. A write that may
@@ -311,7 +331,7 @@ func (s *Service) apply(ctx context.Context, tx *sql.Tx, c models.Caller, instan
 	if err != nil {
 		return nil, err
 	}
-	muts, err := fn(tx, sc)
+	muts, err := fn(ctx, tx, sc)
 	if err != nil || len(muts) == 0 {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"pluginhost/access"
 	"pluginhost/database"
 	"pluginhost/models"
 )
@@ -22,15 +21,24 @@ type queries struct {
 	ready atomic.Bool
 
 	scope, scopeLocked, item, itemLocked, usage *sql.Stmt
+	itemHead                                    *sql.Stmt // an item without its value, to replace it
 	installationOf, lockInstallation            *sql.Stmt // MySQL only: the lock order
 	insert, update, del, addUsage, bump         *sql.Stmt
 	list                                        *sql.Stmt
+	mark, changes                               *sql.Stmt // SQLite only: the writer's mark (see batchTx)
 }
 
 const (
-	itemSQL  = `SELECT value, size, revision, created_at, updated_at FROM storage_items WHERE instance_id = ? AND namespace = ? AND item_key = ?`
-	usageSQL = `SELECT COUNT(*), COALESCE(SUM(size), 0) FROM storage_items WHERE instance_id = ? AND namespace = ?`
-	listSQL  = `SELECT item_key, value, size, revision, created_at, updated_at FROM storage_items
+	// scopeSQL reads what the storage rules need of an Instance and its
+	// Installation: the columns of access.SQL that Decide and the scope
+	// use, and no others, since each column costs on every call.
+	scopeSQL = `SELECT instances.user_id, instances.enabled, instances.storage_revision, instances.installation_id,
+	installations.plugin_id, installations.generation, installations.status, installations.ai_consent, installations.used_bytes
+	FROM instances JOIN installations ON installations.id = instances.installation_id WHERE instances.id = ?`
+	itemSQL     = `SELECT value, size, revision, created_at, updated_at FROM storage_items WHERE instance_id = ? AND namespace = ? AND item_key = ?`
+	itemHeadSQL = `SELECT size, revision, created_at FROM storage_items WHERE instance_id = ? AND namespace = ? AND item_key = ?`
+	usageSQL    = `SELECT COUNT(*), COALESCE(SUM(size), 0) FROM storage_items WHERE instance_id = ? AND namespace = ?`
+	listSQL     = `SELECT item_key, value, size, revision, created_at, updated_at FROM storage_items
 	WHERE instance_id = ? AND namespace = ? AND item_key > ? ORDER BY item_key LIMIT ?`
 	insertSQL = `INSERT INTO storage_items (instance_id, namespace, item_key, installation_id, value, size, revision, created_at, updated_at)
 	VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)`
@@ -41,6 +49,8 @@ const (
 	// A write locks its Installation's row before its Instance's (the lock
 	// order of package database): it reads which Installation before its
 	// transaction.
+	markSQL             = `SELECT total_changes(), data_version FROM pragma_data_version`
+	changesSQL          = `SELECT total_changes()`
 	installationOfSQL   = `SELECT installation_id FROM instances WHERE id = ?`
 	lockInstallationSQL = `SELECT id FROM installations WHERE id = ? FOR UPDATE`
 )
@@ -77,16 +87,22 @@ func (s *Service) prepare(ctx context.Context) (*queries, error) {
 		dst  **sql.Stmt
 		text string
 	}{
-		{r, &q.scope, access.ByID}, {w, &q.scopeLocked, access.ByID + lock},
-		{r, &q.item, itemSQL}, {w, &q.itemLocked, itemSQL}, {w, &q.usage, usageSQL},
+		{r, &q.scope, scopeSQL}, {w, &q.scopeLocked, scopeSQL + lock},
+		{r, &q.item, itemSQL}, {w, &q.itemLocked, itemSQL}, {w, &q.itemHead, itemHeadSQL}, {w, &q.usage, usageSQL},
 		{r, &q.list, listSQL},
 		{w, &q.insert, insertSQL}, {w, &q.update, updateSQL}, {w, &q.del, deleteSQL},
 		{w, &q.addUsage, addUsageSQL}, {w, &q.bump, bumpSQL},
 		{r, &q.installationOf, installationOfSQL}, {w, &q.lockInstallation, lockInstallationSQL},
+		{w, &q.mark, markSQL}, {w, &q.changes, changesSQL},
 	} {
-		if p.dst == &q.installationOf || p.dst == &q.lockInstallation {
+		switch p.dst {
+		case &q.installationOf, &q.lockInstallation:
 			if s.DB.Dialect != database.MySQL {
 				continue // SQLite has one writer and no FOR UPDATE
+			}
+		case &q.mark, &q.changes:
+			if s.DB.Dialect != database.SQLite {
+				continue
 			}
 		}
 		st, err := p.db.PrepareContext(ctx, p.text)
@@ -110,6 +126,16 @@ func on(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
 		return st
 	}
 	return tx.StmtContext(ctx, st)
+}
+
+// readItemHead reads one item without its value, or NOT_FOUND.
+func readItemHead(ctx context.Context, st *sql.Stmt, instanceID, ns, key string) (database.ItemRow, error) {
+	r := database.ItemRow{InstanceID: instanceID, Namespace: ns, Key: key}
+	err := st.QueryRowContext(ctx, instanceID, ns, key).Scan(&r.Size, &r.Revision, &r.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, models.Errorf(models.ErrNotFound, "key %q does not exist in namespace %q", key, ns)
+	}
+	return r, err
 }
 
 // readItem reads one item, or NOT_FOUND.

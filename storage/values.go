@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"pluginhost/database"
 	"pluginhost/models"
 )
 
@@ -25,6 +26,60 @@ const (
 	// MaxQueryLength bounds a list query, in characters.
 	MaxQueryLength = 200
 )
+
+// itemJSON returns the JSON of models.ItemData for an item, byte for byte
+// as json.Marshal writes it: every call on one item answers with it, so it
+// is written directly when its strings need no escaping, and by json.Marshal
+// otherwise.
+func itemJSON(ns string, row database.ItemRow) models.JSON {
+	b := make([]byte, 0, 128+len(ns)+len(row.Key)+len(row.Value))
+	b = append(b, `{"namespace":`...)
+	b, ok := appendPlainString(b, ns)
+	b = append(b, `,"item":{"key":`...)
+	b, okKey := appendPlainString(b, row.Key)
+	b = append(b, `,"value":`...)
+	b, okValue := appendPlainValue(b, row.Value)
+	if !ok || !okKey || !okValue {
+		return mustJSON(models.ItemData{Namespace: ns, Item: row.Model().Wire()})
+	}
+	b = append(b, `,"revision":`...)
+	b = strconv.AppendInt(b, row.Revision, 10)
+	b = append(b, `,"created_at":"`...)
+	b = models.AppendTime(b, database.FromMicros(row.CreatedAt))
+	b = append(b, `","updated_at":"`...)
+	b = models.AppendTime(b, database.FromMicros(row.UpdatedAt))
+	return append(b, `"}}`...)
+}
+
+// appendPlainString appends s as a JSON string when none of its bytes needs
+// escaping (printable ASCII but ", \, <, > and &); false when one does.
+func appendPlainString(b []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return b, false
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), true
+}
+
+// appendPlainValue appends a JSON value compacted, as json.Marshal writes
+// models.JSON, unless it holds a character json.Marshal escapes (<, > and &,
+// and U+2028 and U+2029, whose UTF-8 begins with 0xE2): then false.
+func appendPlainValue(b []byte, v string) ([]byte, bool) {
+	if len(v) == 0 {
+		return append(b, "null"...), true
+	}
+	if strings.ContainsAny(v, "<>&\u2028\u2029") || !utf8.ValidString(v) {
+		return b, false
+	}
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, []byte(v)); err != nil {
+		return b, false
+	}
+	return buf.Bytes(), true
+}
 
 // checkValue validates a value and returns it as compact JSON: a string, finite
 // number, boolean, null, object or list of at most 32 KiB of UTF-8 JSON.

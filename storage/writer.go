@@ -21,6 +21,12 @@ import (
 // the first statement that changes data), so it simply reports its error. A
 // database error rolls the batch back, and its writes run again, each in a
 // transaction of its own, so one bad write cannot fail its neighbours.
+//
+// The writer keeps the scopes it read (scopeCache) from one batch to the
+// next, so that an Instance's row is not read again on every write: the
+// writer's own writes keep them current, and they are dropped whenever
+// anything else may have changed the database since the writer's last
+// commit (see batchTx).
 
 // MaxBatch bounds the writes committed together.
 const MaxBatch = 16
@@ -43,11 +49,27 @@ type batcher struct {
 	queue chan *writeReq
 	stop  chan struct{}
 	wg    sync.WaitGroup
+
+	// Owned by the write goroutine: the scopes it keeps, and the database
+	// as its last commit left it (zero: unknown, the scopes are not kept).
+	scopes *scopeCache
+	mark   writeMark
+}
+
+// writeMark is the state of the SQLite database as the writer's last
+// commit left it: the connection, the rows that connection has changed in
+// its life (total_changes(), which counts every other user of the one write
+// connection too), and data_version, which changes when another connection,
+// of any process, commits.
+type writeMark struct {
+	conn    any // the driver's connection
+	changes int64
+	version int64
 }
 
 // StartBatching makes one goroutine own writes (for SQLite). Close stops it.
 func (s *Service) StartBatching() {
-	s.batch = &batcher{queue: make(chan *writeReq, 4*MaxBatch), stop: make(chan struct{})}
+	s.batch = &batcher{queue: make(chan *writeReq, 4*MaxBatch), stop: make(chan struct{}), scopes: newScopeCache()}
 	s.batch.wg.Add(1)
 	go s.writeLoop()
 }
@@ -106,13 +128,12 @@ func (s *Service) writeLoop() {
 }
 
 // runBatch runs writes in one transaction; on a database error, each again
-// alone. A lock conflict inTx retried to its bound already
+// alone. A lock conflict batchTx retried to its bound already
 // (database.IsRetryable) is instead the answer to every write of the batch.
 func (s *Service) runBatch(batch []*writeReq) {
 	var results []writeResult
-	err := s.inTx(context.Background(), func(tx *sql.Tx) error {
+	err := s.batchTx(func(tx *sql.Tx, cache *scopeCache) error {
 		results = make([]writeResult, len(batch))
-		cache := newScopeCache()
 		for i, req := range batch {
 			if err := req.ctx.Err(); err != nil {
 				results[i].err = err
@@ -161,6 +182,63 @@ func (s *Service) runBatch(batch []*writeReq) {
 		}
 		req.done <- r
 	}
+}
+
+// batchTx runs fn in a transaction on the write connection, as inTx does,
+// with the writer's scopes. First in the transaction, which holds SQLite's
+// write lock, it reads the database's mark: unless it is the mark of the
+// writer's last commit (the same connection, which no one else has used to
+// change a row since, and no commit by another connection), the scopes are
+// dropped. The scopes are kept for the next batch only if fn's transaction
+// commits.
+func (s *Service) batchTx(fn func(tx *sql.Tx, cache *scopeCache) error) error {
+	ctx := context.Background()
+	q, err := s.prepare(ctx)
+	if err != nil {
+		return err
+	}
+	w, err := s.DB.Write.DB()
+	if err != nil {
+		return err
+	}
+	conn, err := w.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var dc any
+	if err := conn.Raw(func(c any) error { dc = c; return nil }); err != nil {
+		return err
+	}
+	b := s.batch
+	return database.Retry(ctx, func() error {
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		now := writeMark{conn: dc}
+		if err := tx.StmtContext(ctx, q.mark).QueryRowContext(ctx).Scan(&now.changes, &now.version); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if now != b.mark {
+			b.scopes.reset()
+		}
+		b.mark = writeMark{} // unknown until this transaction commits
+		if err := fn(tx, b.scopes); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.StmtContext(ctx, q.changes).QueryRowContext(ctx).Scan(&now.changes); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		b.mark = now
+		return nil
+	})
 }
 
 // inTx runs fn in a transaction on the writer and commits if it succeeds. A
