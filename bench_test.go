@@ -1,137 +1,408 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"pluginhost/gqlhttp"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/internal/wasmtest"
 	"pluginhost/models"
 )
 
-// BenchmarkStorageUpdate measures storageUpdate with 32 concurrent clients on
-// SQLite, over HTTP + GraphQL against the real handler on a loopback listener,
-// and through the storage service directly, in the same run. Each client
-// updates its own key with the revision of its previous write.
+// benchClients is the number of users of BenchmarkStorageUpdate, each with
+// one client updating its own key.
+const benchClients = 32
+
+// BenchmarkStorageUpdate measures storageUpdate on SQLite with 32 users, each
+// with one client that updates its own key at the revision of its previous
+// write, three ways in the same run:
 //
-//	go test -run '^$' -bench StorageUpdate -benchtime 20000x .
+//   - direct: through the storage service, in this process;
+//   - http: over HTTP + GraphQL to `pluginhost serve` in its own process,
+//     built from this tree, with its default limits (the per-user bounds on);
+//   - pocketbase: the peer, PocketBase's examples/base in its own process, a
+//     record PATCH of a JSON field, one record per client. Its binary is
+//     $PB_BIN, or `pocketbase` or `base` on PATH or in $(go env GOPATH)/bin
+//     (GOTOOLCHAIN=go1.27.3 go install
+//     github.com/pocketbase/pocketbase/examples/base@v0.40.4); without it
+//     the sub-benchmark is skipped.
+//
+// One load client, in this process, drives the three. Each reports
+// updates/s with p50 and p99; http and pocketbase also the CPU time of the
+// server's process per update (a figure that depends less on what else the
+// machine runs) and of the load client. http reports its rate as a share of
+// direct's (%-of-direct), pocketbase http's rate and p99 against its own
+// (http-x, http-p99-x: the target is over 4 and under 1).
+//
+//	go test -run '^$' -bench StorageUpdate -benchtime 30000x -count 3 .
 func BenchmarkStorageUpdate(b *testing.B) {
-	const clients = 32
-	tuneRuntime() // as serve does
-	backend := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + b.TempDir() + "/bench.db"}
-	ctx := context.Background()
-	// One user's throughput is measured here, so the per-user bounds that
-	// keep users from crowding each other out are lifted.
-	lifted := gqlhttp.Limits{MaxInFlightPerUser: clients, MaxInFlight: clients, UserWorkPerSecond: 1 << 30}
-	env := fixture.New(b, backend, fixture.Limits(lifted))
-	token, user, err := env.Auth.CreateToken(ctx, "bench", false)
-	if err != nil {
+	var direct, overHTTP *result
+	b.Run("direct", func(b *testing.B) { direct = startDirect(b).run(b) })
+	b.Run("http", func(b *testing.B) {
+		overHTTP = startPluginhost(b).run(b)
+		if direct != nil {
+			b.ReportMetric(100*overHTTP.rate/direct.rate, "%-of-direct")
+		}
+	})
+	b.Run("pocketbase", func(b *testing.B) {
+		peer := startPocketBase(b).run(b)
+		if overHTTP != nil {
+			b.ReportMetric(overHTTP.rate/peer.rate, "http-x")
+			b.ReportMetric(overHTTP.p99/peer.p99, "http-p99-x")
+		}
+	})
+}
+
+// result is what a target's run measured: updates/s and p99 in
+// milliseconds.
+type result struct{ rate, p99 float64 }
+
+// target is what BenchmarkStorageUpdate's clients update: update sends
+// client c's n-th update, whose key is at revision rev, and returns the
+// revision after it.
+type target struct {
+	update func(c int, rev int64, n int) (int64, error)
+	pid    int // the server's process, whose CPU time is reported; 0: this one
+	revs   []int64
+}
+
+// run sends b.N updates from benchClients clients and reports them.
+func (tg *target) run(b *testing.B) *result {
+	if tg.revs == nil {
+		tg.revs = make([]int64, benchClients)
+		for i := range tg.revs {
+			tg.revs[i] = 1
+		}
+	}
+	lat := make([][]time.Duration, benchClients)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	cpu0, client0 := processCPU(tg.pid), processCPU(0)
+	b.ResetTimer()
+	start := time.Now()
+	for c := range benchClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := next.Add(1); n <= int64(b.N); n = next.Add(1) {
+				t0 := time.Now()
+				rev, err := tg.update(c, tg.revs[c], int(n))
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				tg.revs[c] = rev
+				lat[c] = append(lat[c], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	cpu, client := processCPU(tg.pid)-cpu0, processCPU(0)-client0
+	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
 	}
-	inst := env.Instance(b, user, env.Install(b, user, fixture.Manifest("com.bench.notes", fixture.NS("n", 65536))))
-	caller := models.Caller{UserID: user.ID}
-	for i := range clients {
-		if _, err := env.Store.Create(ctx, caller, inst.ID, "n", fmt.Sprint("k", i), models.JSON(`{"count":0}`)); err != nil {
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	pct := func(p float64) float64 { return float64(all[int(float64(len(all)-1)*p)].Microseconds()) / 1000 }
+	r := &result{rate: float64(len(all)) / elapsed.Seconds(), p99: pct(0.99)}
+	b.ReportMetric(r.rate, "updates/s")
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(r.p99, "p99-ms")
+	perOp := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(len(all)) }
+	if tg.pid == 0 {
+		// The whole process: the storage service and its clients.
+		b.ReportMetric(perOp(cpu), "cpu-µs/op")
+	} else {
+		b.ReportMetric(perOp(cpu), "server-cpu-µs/op")
+		b.ReportMetric(perOp(client), "client-cpu-µs/op")
+	}
+	return r
+}
+
+// processCPU returns the CPU time a process has used: this one's when pid is
+// 0.
+func processCPU(pid int) time.Duration {
+	if pid == 0 {
+		return wasmtest.CPUTime()
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command's closing parenthesis; utime and stime are
+	// the 14th and 15th of the line, in clock ticks of 1/100 s.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// startDirect makes benchClients users, each with an Instance and a key, on
+// an in-process host, and updates through the storage service.
+func startDirect(b *testing.B) *target {
+	tuneRuntime() // as serve does
+	env := fixture.New(b, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + b.TempDir() + "/bench.db"})
+	ctx := context.Background()
+	callers := make([]models.Caller, benchClients)
+	instances := make([]string, benchClients)
+	for i := range benchClients {
+		u := env.User(b, fmt.Sprint("bench", i))
+		callers[i] = models.Caller{UserID: u.ID}
+		instances[i] = env.Instance(b, u, env.Install(b, u, fixture.Manifest("com.bench.notes", fixture.NS("n", 65536)))).ID
+		if _, err := env.Store.Create(ctx, callers[i], instances[i], "n", "k", models.JSON(`{"count":0}`)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(env.Server.Handler)
-	defer srv.Close()
-	store := env.Store
-
-	revs := make([]int64, clients)
-	for i := range revs {
-		revs[i] = 1
-	}
-	direct := func(i int, rev int64, value string) (int64, error) {
-		_, err := store.Update(ctx, caller, inst.ID, "n", fmt.Sprint("k", i), models.JSON(value), rev)
+	return &target{update: func(c int, rev int64, n int) (int64, error) {
+		_, err := env.Store.Update(ctx, callers[c], instances[c], "n", "k", models.JSON(fmt.Sprintf(`{"count":%d}`, n)), rev)
 		return rev + 1, err
+	}}
+}
+
+// benchHTTP is the load client's: keep-alive connections for every client.
+var benchHTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients, MaxConnsPerHost: benchClients}}
+
+// startPluginhost builds pluginhost, starts `pluginhost serve` on a fresh
+// SQLite database with its default limits, makes benchClients users, each
+// with a token, an Instance and a key, and updates over HTTP + GraphQL.
+func startPluginhost(b *testing.B) *target {
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "pluginhost")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
-	const query = `mutation($i:ID!,$k:String!,$v:JSON!,$r:Int!){storageUpdate(instanceId:$i,namespace:"n",key:$k,value:$v,revision:$r){evidence{revision}}}`
-	// The load client shares the machine with the server, so it is kept lean:
-	// bodies are appended from fixed parts, response buffers are reused.
-	prefix := []byte(`{"query":` + strconv.Quote(query) + `,"variables":{"i":"` + inst.ID + `","k":"k`)
-	bufs := sync.Pool{New: func() any { return new(bytes.Buffer) }}
-	overHTTP := func(i int, rev int64, value string) (int64, error) {
-		body := append(prefix[:len(prefix):len(prefix)], strconv.Itoa(i)...)
-		body = append(body, `","v":`...)
-		body = append(body, value...)
-		body = append(body, `,"r":`...)
+	cli := func(args ...string) string {
+		out, err := exec.Command(bin, args...).Output()
+		if err != nil {
+			b.Fatalf("pluginhost %s: %v", strings.Join(args, " "), err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	db := "sqlite:" + filepath.Join(dir, "bench.db")
+	keys, plugin := filepath.Join(dir, "keys"), filepath.Join(dir, "plugin")
+	os.Mkdir(keys, 0o700)
+	os.Mkdir(plugin, 0o700)
+	cli("keygen", "--out", filepath.Join(keys, "bench"))
+	manifest, _ := json.Marshal(fixture.Manifest("com.bench.notes", fixture.NS("n", 65536)))
+	os.WriteFile(filepath.Join(plugin, "manifest.json"), manifest, 0o600)
+	cli("package", "--dir", plugin, "--key", filepath.Join(keys, "bench.key"), "--out", filepath.Join(dir, "bench.phpkg"))
+	pkg, _ := os.ReadFile(filepath.Join(dir, "bench.phpkg"))
+	tokens := make([]string, benchClients)
+	for i := range tokens {
+		tokens[i] = cli("token", "create", "--user", fmt.Sprint("bench", i), "--db", db)
+	}
+
+	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--data-dir", dir, "--trusted-keys", keys)
+	stderr, _ := srv.StderrPipe()
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	base := servingAddr(b, stderr)
+	gql := func(token, query string, vars map[string]any) map[string]any {
+		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+		var out struct {
+			Data   map[string]any
+			Errors []any
+		}
+		if err := postJSON(base+"/graphql", "Bearer "+token, body, &out); err != nil || len(out.Errors) > 0 {
+			b.Fatalf("%s: %v %v", query, err, out.Errors)
+		}
+		return out.Data
+	}
+	instances := make([]string, benchClients)
+	for i, tok := range tokens {
+		in := gql(tok, `mutation($p:String!){installPlugin(package:$p){id}}`, map[string]any{"p": base64.StdEncoding.EncodeToString(pkg)})
+		ci := gql(tok, `mutation($i:ID!){createInstance(installationId:$i){id}}`, map[string]any{"i": in["installPlugin"].(map[string]any)["id"]})
+		instances[i] = ci["createInstance"].(map[string]any)["id"].(string)
+		gql(tok, `mutation($i:ID!){storageCreate(instanceId:$i,namespace:"n",key:"k",value:{count:0}){summary}}`, map[string]any{"i": instances[i]})
+	}
+
+	const query = `mutation($i:ID!,$v:JSON!,$r:Int!){storageUpdate(instanceId:$i,namespace:"n",key:"k",value:$v,revision:$r){evidence{revision}}}`
+	prefix := []byte(`{"query":` + strconv.Quote(query) + `,"variables":{"i":"`)
+	return &target{pid: srv.Process.Pid, update: func(c int, rev int64, n int) (int64, error) {
+		// The load client shares the machine with the server, so it is kept
+		// lean: bodies are appended from fixed parts.
+		body := append(prefix[:len(prefix):len(prefix)], instances[c]...)
+		body = append(body, `","v":{"count":`...)
+		body = strconv.AppendInt(body, int64(n), 10)
+		body = append(body, `},"r":`...)
 		body = strconv.AppendInt(body, rev, 10)
 		body = append(body, `}}`...)
-		req, _ := http.NewRequest("POST", srv.URL+"/graphql", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
-		if err != nil {
-			return rev, err
+		return rev + 1, send("POST", base+"/graphql", "Bearer "+tokens[c], body, true)
+	}}
+}
+
+var servingLine = regexp.MustCompile(`msg="pluginhost serving" addr=(\S+)`)
+
+// servingAddr reads the server's log up to the line that says where it
+// listens, and discards the rest.
+func servingAddr(b *testing.B, stderr io.Reader) string {
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
+			go io.Copy(io.Discard, stderr)
+			return "http://" + m[1]
 		}
-		defer resp.Body.Close()
-		buf := bufs.Get().(*bytes.Buffer)
-		defer bufs.Put(buf)
-		buf.Reset()
-		buf.ReadFrom(resp.Body)
-		if resp.StatusCode != 200 || bytes.Contains(buf.Bytes(), []byte(`"errors"`)) {
-			return rev, fmt.Errorf("status %d: %s", resp.StatusCode, buf.Bytes())
+	}
+	b.Fatal("the server did not start")
+	return ""
+}
+
+// bufs are the load client's response buffers.
+var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// send sends body and fails unless the answer is 200 (without GraphQL
+// errors when graphql is set).
+func send(method, url, auth string, body []byte, graphql bool) error {
+	req, _ := http.NewRequest(method, url, bytes.NewReader(body))
+	req.Header.Set("Authorization", auth)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := benchHTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	buf := bufs.Get().(*bytes.Buffer)
+	defer bufs.Put(buf)
+	buf.Reset()
+	buf.ReadFrom(resp.Body)
+	if resp.StatusCode != 200 || graphql && bytes.Contains(buf.Bytes(), []byte(`"errors"`)) {
+		return fmt.Errorf("%s %s: status %d: %s", method, url, resp.StatusCode, buf.Bytes())
+	}
+	return nil
+}
+
+// postJSON posts body and decodes the JSON answer into out.
+func postJSON(url, auth string, body []byte, out any) error {
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := benchHTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		msg, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("POST %s: status %d: %s", url, resp.StatusCode, msg)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// pocketBase finds the peer's binary: $PB_BIN, `pocketbase` or `base` on
+// PATH, or `base` where go install puts it, provided its help names
+// PocketBase.
+func pocketBase() (string, bool) {
+	candidates := []string{os.Getenv("PB_BIN")}
+	for _, name := range []string{"pocketbase", "base"} {
+		if p, err := exec.LookPath(name); err == nil {
+			candidates = append(candidates, p)
 		}
-		return rev + 1, nil
 	}
-	for _, path := range []struct {
-		name string
-		do   func(int, int64, string) (int64, error)
-	}{{"direct", direct}, {"http", overHTTP}} {
-		b.Run(path.name, func(b *testing.B) {
-			lat := make([][]time.Duration, clients)
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			var failed atomic.Value
-			b.ResetTimer()
-			cpu0 := wasmtest.CPUTime()
-			start := time.Now()
-			for c := range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for n := next.Add(1); n <= int64(b.N); n = next.Add(1) {
-						t0 := time.Now()
-						rev, err := path.do(c, revs[c], fmt.Sprintf(`{"count":%d}`, n))
-						if err != nil {
-							failed.Store(err)
-							return
-						}
-						revs[c] = rev
-						lat[c] = append(lat[c], time.Since(t0))
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			cpu := wasmtest.CPUTime() - cpu0
-			b.StopTimer()
-			if err, _ := failed.Load().(error); err != nil {
-				b.Fatal(err)
-			}
-			all := slices.Concat(lat...)
-			slices.Sort(all)
-			pct := func(p float64) float64 { return float64(all[int(float64(len(all)-1)*p)].Microseconds()) / 1000 }
-			b.ReportMetric(float64(len(all))/elapsed.Seconds(), "updates/s")
-			b.ReportMetric(pct(0.50), "p50-ms")
-			b.ReportMetric(pct(0.99), "p99-ms")
-			// CPU time of the whole process (server and load client) per update:
-			// a figure that does not depend on what else the machine runs.
-			b.ReportMetric(float64(cpu.Microseconds())/float64(len(all)), "cpu-µs/op")
-		})
+	if gopath, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		candidates = append(candidates, filepath.Join(strings.TrimSpace(string(gopath)), "bin", "base"))
 	}
+	for _, p := range candidates {
+		if p == "" {
+			continue
+		}
+		if out, err := exec.Command(p, "--help").Output(); err == nil && bytes.Contains(out, []byte("PocketBase")) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// startPocketBase starts PocketBase on a fresh data folder with a collection
+// items (a text key, a JSON value) and one record per client, and PATCHes a
+// client's record's value as its update.
+func startPocketBase(b *testing.B) *target {
+	bin, ok := pocketBase()
+	if !ok {
+		b.Skip("skipped: PocketBase, the peer, is not installed: set PB_BIN, or install its examples/base " +
+			"(GOTOOLCHAIN=go1.27.3 go install github.com/pocketbase/pocketbase/examples/base@v0.40.4)")
+	}
+	dir := b.TempDir()
+	if out, err := exec.Command(bin, "superuser", "upsert", "admin@example.com", "password12345", "--dir", dir).CombinedOutput(); err != nil {
+		b.Fatalf("pocketbase superuser: %v\n%s", err, out)
+	}
+	addr := freeAddr(b)
+	srv := exec.Command(bin, "serve", "--http", addr, "--dir", dir)
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	base := "http://" + addr
+	for i := 0; ; i++ {
+		resp, err := http.Get(base + "/api/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if i == 100 {
+			b.Fatalf("pocketbase did not start: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var auth struct{ Token string }
+	if err := postJSON(base+"/api/collections/_superusers/auth-with-password", "",
+		[]byte(`{"identity":"admin@example.com","password":"password12345"}`), &auth); err != nil {
+		b.Fatal(err)
+	}
+	var coll map[string]any
+	if err := postJSON(base+"/api/collections", auth.Token,
+		[]byte(`{"name":"items","type":"base","fields":[{"name":"key","type":"text"},{"name":"value","type":"json"}]}`), &coll); err != nil {
+		b.Fatal(err)
+	}
+	records := make([]string, benchClients)
+	for i := range records {
+		var rec struct{ ID string }
+		if err := postJSON(base+"/api/collections/items/records", auth.Token, fmt.Appendf(nil, `{"key":"k%d","value":{"count":0}}`, i), &rec); err != nil {
+			b.Fatal(err)
+		}
+		records[i] = base + "/api/collections/items/records/" + rec.ID
+	}
+	return &target{pid: srv.Process.Pid, update: func(c int, rev int64, n int) (int64, error) {
+		return rev + 1, send("PATCH", records[c], auth.Token, fmt.Appendf(nil, `{"value":{"count":%d}}`, n), false)
+	}}
+}
+
+// freeAddr returns a loopback address with a port no one listens on.
+func freeAddr(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
