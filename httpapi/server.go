@@ -14,6 +14,7 @@ import (
 
 	"pluginhost/access"
 	"pluginhost/auth"
+	"pluginhost/compression"
 	"pluginhost/connections"
 	"pluginhost/database"
 	"pluginhost/gqlhttp"
@@ -75,7 +76,9 @@ func (s *Server) Handler(mount ...func(*http.ServeMux)) http.Handler {
 		mux.HandleFunc("GET "+connections.StartPath, s.oauthStart)
 		mux.HandleFunc("GET "+connections.CallbackPath, s.oauthCallback)
 	}
-	return s.Metrics.Instrument(mux)
+	// Text answers (pages, GraphQL, errors, metrics) go compressed to a
+	// client that takes it.
+	return s.Metrics.Instrument(compression.Handler(mux))
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
