@@ -98,7 +98,7 @@ func waitUntil(p *browser.Page, expr string, within time.Duration) {
 			return
 		}
 	}
-	events := p.EvalString(`JSON.stringify(window.pluginhostPreview ? window.pluginhostPreview.events().slice(-15) : null)`)
+	events := p.EvalString(`JSON.stringify(window.pluginhostPreview && window.pluginhostPreview.events ? window.pluginhostPreview.events().slice(-15) : null)`)
 	p.T().Fatalf("timed out waiting for %s; the page shows:\n%s\nlast events: %s", expr, pageText(p), events)
 }
 
@@ -156,7 +156,9 @@ const (
 func TestAppNotes(t *testing.T) {
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	h := newHost(t, b)
-	alice := h.user(t, "alice", false)
+	// An admin: the page API that reads events, state and context is an
+	// admin's (runtime.js), as the inspector is.
+	alice := h.user(t, "alice", true)
 	m, files := appNotes(t, nil)
 	instl, ids := installApp(t, h, alice, m, files, 1)
 	path := "/app/" + ids[0] + "/main"
@@ -313,7 +315,9 @@ func TestAppCacheAndImages(t *testing.T) {
 
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	h := newHost(t, b)
-	alice := h.user(t, "alice", false)
+	// An admin: the page API that reads events, state and context is an
+	// admin's (runtime.js), as the inspector is.
+	alice := h.user(t, "alice", true)
 	m, files := appNotes(t, nil)
 	_, ids := installApp(t, h, alice, m, files, 2)
 	alice.Must(t, `mutation($i:ID!){setInstanceGrant(instanceId:$i,permission:"network",granted:true){id}}`, map[string]any{"i": ids[0]}, nil)
@@ -385,7 +389,9 @@ func TestAppCacheAndImages(t *testing.T) {
 func TestAppBlockedAndRefresh(t *testing.T) {
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	h := newHost(t, b)
-	alice := h.user(t, "alice", false)
+	// An admin: the page API that reads events, state and context is an
+	// admin's (runtime.js), as the inspector is.
+	alice := h.user(t, "alice", true)
 	root := h.user(t, "root", true)
 	m, files := appNotes(t, func(f map[string]string) {
 		f["ui/main.json"] = strings.Replace(f["ui/main.json"], `{"type": "text", "props": {"text": "Sort: {{state.sort}}"}},`,
@@ -482,14 +488,21 @@ func TestAppBlockedAndRefresh(t *testing.T) {
 		t.Fatal("a foreign Instance shows an empty list")
 	}
 
-	// The inspector: only an admin who asks for it.
-	s := openApp(t, alice, "/app/"+ids[1]+"/main?debug=1")
+	// The inspector and the page API that reads the plugin's state, data,
+	// context and events: only an admin's.
+	_, bobIDs := installApp(t, h, bob, m, files, 1)
+	s := openApp(t, bob, "/app/"+bobIDs[0]+"/main?debug=1")
 	s.WaitFor(liveReady)
 	if s.EvalBool(`document.querySelector(".ph-side")`) {
 		t.Fatal("a user who is not an admin sees the inspector")
 	}
-	if got := s.EvalString(`JSON.stringify(window.pluginhostPreview.inspector())`); got != "null" {
-		t.Fatalf("the page API hands a user who is not an admin the inspector's data: %s", got)
+	for _, f := range []string{"events", "state", "data", "context", "inspector", "setState", "runAction", "clearEvents"} {
+		if s.EvalBool(`typeof window.pluginhostPreview.` + f + ` !== "undefined"`) {
+			t.Fatalf("the page API hands a user who is not an admin %s()", f)
+		}
+	}
+	if !s.EvalBool(`window.pluginhostPreview.metrics().first_render_ms > 0 && window.pluginhostPreview.route().extension === "main"`) {
+		t.Fatal("the page API does not say what it shows")
 	}
 	_, rootIDs := installApp(t, h, root, m, files, 1)
 	for _, tc := range []struct {
@@ -621,7 +634,9 @@ func report(b *testing.B, ms []float64) {
 func TestAppBackgroundRun(t *testing.T) {
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	h := newHost(t, b)
-	alice := h.user(t, "alice", false)
+	// An admin: the page API that reads events, state and context is an
+	// admin's (runtime.js), as the inspector is.
+	alice := h.user(t, "alice", true)
 	m, files := appNotes(t, func(f map[string]string) {
 		f["manifest.json"] = strings.Replace(f["manifest.json"], `"extensions": [`,
 			`"capabilities": [{"id": "notes.tick", "kind": "background", "description": "Writes a note on a schedule.", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}, "module": "capabilities/bgwrite.wasm", "schedule_seconds": 30},
@@ -684,7 +699,9 @@ func TestAppBackgroundRun(t *testing.T) {
 func TestAppSlowAnswerDiscarded(t *testing.T) {
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	h := newHost(t, b)
-	alice := h.user(t, "alice", false)
+	// An admin: the page API that reads events, state and context is an
+	// admin's (runtime.js), as the inspector is.
+	alice := h.user(t, "alice", true)
 	m, files := appNotes(t, func(f map[string]string) {
 		f["manifest.json"] = strings.Replace(f["manifest.json"], `"extensions": [`,
 			`"capabilities": [{"id": "notes.slow", "kind": "data", "description": "Answers late.", "input_schema": {"type": "object"}, "output_schema": {"type": "object"}, "module": "capabilities/slow.wasm"}],

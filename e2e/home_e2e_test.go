@@ -88,7 +88,9 @@ func visibility(p *browser.Page, state string) {
 func TestAppHome(t *testing.T) {
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	h := newHost(t, b)
-	alice := h.user(t, "alice", false)
+	// An admin: the page API that reads events, state and context is an
+	// admin's (runtime.js), as the inspector is.
+	alice := h.user(t, "alice", true)
 	m, files := appNotes(t, nil)
 	_, notes := installApp(t, h, alice, m, files, 1)
 	m2, files2 := appTasks(t)
@@ -231,7 +233,9 @@ func TestAppHomeTimersAndGenerations(t *testing.T) {
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	pub := NewPublisher(t)
 	h := &host{Server: Start(t, b.DSN, pub.Dir, "--run-timeout", "20s"), pub: pub}
-	alice := h.user(t, "alice", false)
+	// An admin: the page API that reads events, state and context is an
+	// admin's (runtime.js), as the inspector is.
+	alice := h.user(t, "alice", true)
 	edit := func(home string) (map[string]any, map[string]string) {
 		m, files := appNotes(t, func(f map[string]string) {
 			f["manifest.json"] = strings.Replace(f["manifest.json"], `"extensions": [`,
@@ -308,7 +312,9 @@ func TestAppHomeTimersAndGenerations(t *testing.T) {
 func TestAppResponses(t *testing.T) {
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	h := newHost(t, b)
-	alice, bob := h.user(t, "alice", false), h.user(t, "bob", false)
+	// An admin: the page API that reads events, state and context is an
+	// admin's (runtime.js), as the inspector is.
+	alice, bob := h.user(t, "alice", true), h.user(t, "bob", false)
 	// The plugin shows answers, and has no home card: only the response
 	// could fill the cache.
 	m, files := appNotes(t, func(f map[string]string) {
@@ -416,7 +422,9 @@ func TestAppResponses(t *testing.T) {
 func TestAppInvokeStoreShared(t *testing.T) {
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	h := newHost(t, b)
-	alice := h.user(t, "alice", false)
+	// An admin: the page API that reads events, state and context is an
+	// admin's (runtime.js), as the inspector is.
+	alice := h.user(t, "alice", true)
 	m, files := appNotes(t, func(f map[string]string) {
 		f["manifest.json"] = strings.Replace(f["manifest.json"], `"extensions": [`,
 			`"capabilities": [{"id": "notes.count", "kind": "data", "description": "Counts the notes.", "input_schema": {"type": "object"}, "output_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}, "module": "capabilities/count.wasm"}],

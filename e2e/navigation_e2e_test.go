@@ -34,7 +34,9 @@ func navScreen(withKey bool) string {
 func TestNavigationPersist(t *testing.T) {
 	testenv.Chromium(t)
 	h := newHost(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
-	alice := h.user(t, "alice", false)
+	// An admin: the page API that reads events, state and context is an
+	// admin's (runtime.js), as the inspector is.
+	alice := h.user(t, "alice", true)
 	m, files := appNotes(t, func(f map[string]string) {
 		f["ui/byindex.json"] = navScreen(false)
 		f["ui/bykey.json"] = navScreen(true)
@@ -118,7 +120,9 @@ func hideDetail(t testing.TB, files map[string]string) {
 func TestAppFillsWindowAndPlacement(t *testing.T) {
 	testenv.Chromium(t)
 	h := newHost(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
-	alice := h.user(t, "alice", false)
+	// An admin: the page API that reads events, state and context is an
+	// admin's (runtime.js), as the inspector is.
+	alice := h.user(t, "alice", true)
 	m, files := appNotes(t, func(f map[string]string) { hideDetail(t, f) })
 	_, ids := installApp(t, h, alice, m, files, 1)
 	alice.Must(t, createNote, map[string]any{"i": ids[0], "k": "milk", "v": map[string]any{"text": "milk"}}, nil)
@@ -177,7 +181,9 @@ func TestAppFillsWindowAndPlacement(t *testing.T) {
 // hidden nowhere; each opens in the page.
 func TestAppPlacement(t *testing.T) {
 	h := newHost(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
-	alice := h.user(t, "alice", false)
+	// An admin: the page API that reads events, state and context is an
+	// admin's (runtime.js), as the inspector is.
+	alice := h.user(t, "alice", true)
 	screen := func(description, placement string) string {
 		return `{"ui_schema": 2, "description": "` + description + `", "placement": "` + placement + `", "view": {"type": "text", "props": {"text": "This is ` + description + `"}}}`
 	}

@@ -280,7 +280,9 @@ func TestWeatherConnectInBrowser(t *testing.T) {
 	pub := NewPublisher(t)
 	h := &host{Server: Start(t, "sqlite:"+filepath.Join(t.TempDir(), "weather.db"), pub.Dir,
 		"--egress-allow-private", "127.0.0.0/8,::1", "--egress-ca", caFile), pub: pub}
-	c := h.user(t, "alice", false)
+	// An admin: the page API that reads events, state and context is an
+	// admin's (runtime.js), as the inspector is.
+	c := h.user(t, "alice", true)
 	m, files := weatherPlugin(t, service)
 	_, ids := installApp(t, h, c, m, files, 1)
 	id := ids[0]

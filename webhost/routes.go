@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"pluginhost/compression"
 	"pluginhost/models"
 	"pluginhost/preview/assets"
 )
@@ -286,8 +287,8 @@ func (w *recorder) Write(b []byte) (int, error) { return w.body.Write(b) }
 func (w *recorder) WriteHeader(status int)      { w.status = status }
 
 // serveAsset serves a static file of the pages by its hashed name: public
-// (it holds no user's data), cached for good, gzip-compressed when the
-// client takes it.
+// (it holds no user's data), cached for good, compressed as the client
+// takes it (brotli, else gzip), once for all.
 func serveAsset(w http.ResponseWriter, r *http.Request) {
 	f, ok := assets.StaticFile(r.PathValue("file"))
 	if !ok {
@@ -305,20 +306,12 @@ func serveAsset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := f.Body
-	if f.Gzip != nil && acceptsGzip(r) {
-		h.Set("Content-Encoding", "gzip")
-		body = f.Gzip
+	if f.Compressed.Brotli != nil {
+		var enc string
+		if body, enc = f.Compressed.Pick(r, f.Body); enc != compression.Identity {
+			h.Set("Content-Encoding", enc)
+		}
 	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.Write(body)
-}
-
-func acceptsGzip(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		name, q, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.TrimSpace(q) != "q=0" {
-			return true
-		}
-	}
-	return false
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"pluginhost/models"
+	"pluginhost/preview/assets"
 )
 
 // signIn is GET /app/login: the sign-in form, or with ?token= a sign-in
@@ -153,9 +154,9 @@ func safeNext(next string) string {
 }
 
 func (s *Server) writeSignIn(w http.ResponseWriter, status int, next, problem string) {
-	pageHeaders(w.Header(), "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	pageHeaders(w.Header(), "default-src 'none'; style-src 'self'; font-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 	w.WriteHeader(status)
-	data := map[string]string{"Next": next, "Problem": problem}
+	data := map[string]string{"Next": next, "Problem": problem, "CSS": AssetsPath + assets.StaticName("app.css")}
 	if s.Provider != nil {
 		data["Provider"] = s.Provider.Name
 		data["ProviderStart"] = ProviderStartPath + "?next=" + url.QueryEscape(next)
@@ -166,18 +167,8 @@ func (s *Server) writeSignIn(w http.ResponseWriter, status int, next, problem st
 var signInPage = template.Must(template.New("signin").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Sign in · pluginhost</title>
-<style>
-body { font: 16px/1.5 system-ui, sans-serif; margin: 0; min-height: 100vh; display: grid; place-items: center; background: #fef7ff; color: #1d1b20; }
-main { width: min(420px, 92vw); background: #fff; border-radius: 16px; padding: 24px; box-shadow: 0 1px 3px rgba(0,0,0,.2); }
-h1 { font-size: 22px; margin: 0 0 8px; } p { color: #49454f; margin: 0 0 16px; }
-label { display: block; font-weight: 600; margin-bottom: 4px; }
-input { width: 100%; box-sizing: border-box; font: inherit; padding: 10px 12px; border: 1px solid #79747e; border-radius: 8px; }
-button, .provider { margin-top: 16px; font: inherit; padding: 10px 20px; border: 0; border-radius: 20px; background: #6750a4; color: #fff; cursor: pointer; }
-.provider { display: block; margin: 0 0 16px; text-align: center; text-decoration: none; }
-.or { text-align: center; font-size: 14px; }
-.problem { color: #b3261e; } code { background: #f3edf7; padding: 1px 4px; border-radius: 4px; }
-</style></head>
-<body><main>
+<link rel="stylesheet" href="{{.CSS}}"></head>
+<body class="ph-login"><main>
 <h1>Sign in to pluginhost</h1>
 {{if .Problem}}<p class="problem" role="alert">{{.Problem}}</p>{{end}}
 {{if .Provider}}<a class="provider" id="provider" href="{{.ProviderStart}}">Sign in with {{.Provider}}</a>

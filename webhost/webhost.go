@@ -20,9 +20,7 @@ import (
 	"html"
 	"net/http"
 	"net/url"
-	"sync"
 
-	"pluginhost/preview"
 	"pluginhost/preview/assets"
 )
 
@@ -42,11 +40,12 @@ func endpoint(instanceID, name string) string {
 	return "/app/" + url.PathEscape(instanceID) + "/-/" + name
 }
 
-// CSP is the pages' Content-Security-Policy: scripts only from this
-// origin's static files (no inline script), styles from them and the page,
+// CSP is the pages' Content-Security-Policy: scripts and styles only from
+// this origin's static files (no inline script, no style element or
+// attribute in the markup: the runtime sets styles through the CSSOM),
 // requests only to this origin, images only as data or from blobs the page
 // made of the image proxy's answers.
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src data: blob:; connect-src 'self'; font-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src data: blob:; connect-src 'self'; font-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
 // AssetsPath is where the pages' static files are served, each named by
 // its content's hash.
@@ -105,9 +104,10 @@ func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, e
 func serveShell(w http.ResponseWriter, v Viewer, title string, inspector bool, shell, live map[string]any) {
 	bundle := map[string]any{
 		"icon_font": true,
-		"themes":    preview.Themes(),
-		"screens":   preview.ScreenSizes(),
 		"inspector": inspector,
+		// The page API that reads state, data, context and events is an
+		// admin's (runtime.js).
+		"debug_api": v.Admin,
 		"shell":     shell,
 	}
 	if live != nil {
@@ -120,7 +120,6 @@ func serveShell(w http.ResponseWriter, v Viewer, title string, inspector bool, s
 	}
 	page := assets.Page{
 		Title:     title,
-		CSS:       appCSS(),
 		BodyClass: "ph-webhost",
 		Nav:       nav(v),
 		NoScript:  "The web host needs JavaScript.",
@@ -197,57 +196,3 @@ func pageHeaders(h http.Header, csp string) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", csp)
 }
-
-// appCSS styles what only the web host's page has: the icon font, the
-// navigation bar and its notification bell. It names the font by its hash,
-// so it is made once.
-var appCSS = sync.OnceValue(func() string {
-	return `@font-face { font-family: "Material Symbols Outlined"; font-style: normal; font-weight: 400; font-display: block; src: url("` +
-		AssetsPath + assets.StaticName(assets.IconFont) + `") format("woff2"); }
-.ph-symbol { font-family: "Material Symbols Outlined"; font-weight: normal; font-style: normal; line-height: 1; letter-spacing: normal; text-transform: none;
-  white-space: nowrap; word-wrap: normal; direction: ltr; overflow: hidden; font-feature-settings: "liga"; -webkit-font-smoothing: antialiased; }
-` + appChromeCSS
-})
-
-const appChromeCSS = `
-.ph-webhost .ph-stage { padding: 0; gap: 0; }
-.ph-webhost .ph-device { flex: 1; min-width: 0; padding: 0; border-radius: 0; background: none; box-shadow: none; }
-.ph-webhost .ph-frame { width: 100%; border-radius: 0; }
-.ph-app-nav { padding: 6px 12px; font: 14px system-ui, sans-serif; display: flex; align-items: center; justify-content: space-between; }
-.ph-app-nav a { color: #6750a4; }
-.ph-nav-end { display: flex; align-items: center; gap: 8px; }
-.ph-bell-slot { position: relative; }
-.ph-signout { display: flex; align-items: center; gap: 8px; margin: 0; }
-.ph-signout button { border: 1px solid #79747e; background: transparent; border-radius: 16px; padding: 4px 12px; font: inherit; cursor: pointer; color: #6750a4; }
-.ph-bell { position: relative; width: 40px; height: 40px; border: 0; border-radius: 20px; background: transparent; cursor: pointer; padding: 8px; }
-.ph-bell:hover, .ph-bell:focus-visible { background: #e8def8; }
-.ph-bell svg { width: 24px; height: 24px; fill: #49454f; }
-.ph-bell-count { position: absolute; top: 2px; right: 2px; min-width: 16px; height: 16px; padding: 0 4px; border-radius: 8px; background: #b3261e; color: #fff; font-size: 11px; line-height: 16px; box-sizing: border-box; }
-.ph-bell-panel { position: absolute; right: 0; top: 44px; z-index: 20; width: min(360px, 92vw); max-height: 70vh; overflow: auto; background: #fff; color: #1d1b20; border-radius: 12px; box-shadow: 0 4px 16px rgba(0,0,0,.2); padding: 8px 0; }
-.ph-bell-head { display: flex; justify-content: space-between; align-items: center; padding: 4px 16px 8px; }
-.ph-bell-all, .ph-bell-actions button { border: 0; background: transparent; color: #6750a4; font: inherit; cursor: pointer; padding: 4px 8px; border-radius: 16px; }
-.ph-bell-all:hover, .ph-bell-actions button:hover { background: #f3edf7; }
-.ph-bell-list { list-style: none; margin: 0; padding: 0; }
-.ph-bell-item { padding: 8px 16px; border-left: 4px solid #79747e; }
-.ph-bell-item.ph-unread { background: #f7f2fa; }
-.ph-sev-success { border-left-color: #386a20; } .ph-sev-warning { border-left-color: #7d5700; } .ph-sev-error { border-left-color: #b3261e; } .ph-sev-info { border-left-color: #0061a4; }
-.ph-bell-title { font-weight: 600; } .ph-bell-body { white-space: pre-wrap; overflow-wrap: anywhere; }
-.ph-bell-meta { color: #49454f; font-size: 12px; margin-top: 2px; }
-.ph-bell-empty, .ph-bell-error { padding: 4px 16px; color: #49454f; } .ph-bell-error { color: #b3261e; }
-.ph-bell-note { font-size: 13px; color: #386a20; margin-top: 4px; }
-.ph-home { padding: 16px 24px; max-width: 1200px; margin: 0 auto; font: 15px/1.4 system-ui, sans-serif; color: #1d1b20; }
-.ph-home-title { font-size: 22px; margin: 0 0 12px; }
-.ph-home-list { display: grid; gap: 16px; grid-template-columns: repeat(auto-fill, minmax(min(100%, 360px), 1fr)); align-items: start; }
-.ph-home-instance { border: 1px solid #cac4d0; border-radius: 12px; padding: 12px 16px; background: #fff; min-width: 0; }
-.ph-home-instance h2 { font-size: 17px; margin: 0 0 6px; display: flex; align-items: center; gap: 8px; }
-.ph-home-icon { font-size: 20px; color: #6750a4; }
-.ph-home-desc { margin: 0 0 4px; } .ph-home-meta { color: #49454f; font-size: 13px; } .ph-home-off, .ph-home-error { color: #b3261e; }
-.ph-home-links a { display: inline-flex; align-items: center; gap: 4px; margin: 6px 12px 0 0; color: #6750a4; }
-.ph-home-card { margin-top: 12px; border-radius: 12px; overflow: hidden; border: 1px solid #e7e0ec; }
-.ph-home-card .ph-chrome { position: static; }
-.ph-plugin-bar { display: flex; flex-wrap: wrap; align-items: center; gap: 4px 16px; padding: 4px 12px 8px; font: 14px system-ui, sans-serif; }
-.ph-plugin-bar a { color: #6750a4; } .ph-plugin-bar a[aria-current] { font-weight: 600; color: #1d1b20; text-decoration: none; }
-.ph-plugin-more { position: relative; } .ph-plugin-more summary { cursor: pointer; color: #6750a4; }
-.ph-plugin-more[open] { z-index: 20; } .ph-plugin-more a { display: block; padding: 4px 0; }
-.ph-home-responses { margin: 0 0 24px; display: grid; gap: 12px; } .ph-home-responses .ph-home-card { margin: 0; }
-`

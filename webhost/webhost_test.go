@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/andybalholm/brotli"
+
 	"pluginhost/preview/assets"
 )
 
@@ -59,8 +61,12 @@ func TestServeScreen(t *testing.T) {
 					t.Fatalf("an inline script: %s", tag)
 				}
 			}
-			if strings.Contains(CSP, "unsafe-inline'; style") || !strings.Contains(CSP, "script-src 'self';") {
-				t.Fatalf("the policy allows inline scripts: %s", CSP)
+			if strings.Contains(CSP, "unsafe-inline") || !strings.Contains(CSP, "script-src 'self';") || !strings.Contains(CSP, "style-src 'self';") {
+				t.Fatalf("the policy allows inline scripts or styles: %s", CSP)
+			}
+			// No style element or attribute: the styles are a static file.
+			if strings.Contains(body, "<style") || strings.Contains(body, " style=") || !strings.Contains(body, `<link rel="stylesheet" href="/app/assets/`+assets.StaticName("app.css")+`">`) {
+				t.Fatal("the page has styles of its own, not the static app.css")
 			}
 			if len(body) > 20<<10 {
 				t.Fatalf("the page has %d bytes; at most 20 KiB", len(body))
@@ -98,26 +104,27 @@ func TestServeHome(t *testing.T) {
 	}
 }
 
-// The static files: by hashed name only, cached for good, compressed for a
-// client that takes gzip, revalidated by ETag.
+// The static files: by hashed name only, cached for good, compressed as
+// the client takes it (brotli, else gzip), revalidated by ETag.
 func TestAssets(t *testing.T) {
 	mux := http.NewServeMux()
 	(&Server{}).Mount(mux)
 	name := assets.StaticName("shell.js")
 	for _, tc := range []struct {
-		name, path, encoding string
-		status               int
+		name, path, accept, encoding string
+		status                       int
 	}{
-		{"gzip", "/app/assets/" + name, "gzip, br", 200},
-		{"identity", "/app/assets/" + name, "", 200},
-		{"the unhashed name", "/app/assets/shell.js", "", 404},
-		{"another hash", "/app/assets/shell.000000000000.js", "", 404},
-		{"a module, not a served file", "/app/assets/runtime.js", "", 404},
+		{"brotli", "/app/assets/" + name, "gzip, deflate, br", "br", 200},
+		{"gzip", "/app/assets/" + name, "gzip", "gzip", 200},
+		{"identity", "/app/assets/" + name, "", "", 200},
+		{"the unhashed name", "/app/assets/shell.js", "", "", 404},
+		{"another hash", "/app/assets/shell.000000000000.js", "", "", 404},
+		{"a module, not a served file", "/app/assets/runtime.js", "", "", 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest("GET", tc.path, nil)
-			if tc.encoding != "" {
-				r.Header.Set("Accept-Encoding", tc.encoding)
+			if tc.accept != "" {
+				r.Header.Set("Accept-Encoding", tc.accept)
 			}
 			w := httptest.NewRecorder()
 			mux.ServeHTTP(w, r)
@@ -130,22 +137,27 @@ func TestAssets(t *testing.T) {
 			if cc := w.Header().Get("Cache-Control"); cc != "public, max-age=31536000, immutable" {
 				t.Fatalf("Cache-Control %q", cc)
 			}
-			body := w.Body.Bytes()
-			if tc.encoding != "" {
-				if w.Header().Get("Content-Encoding") != "gzip" {
-					t.Fatal("not compressed")
-				}
-				compressed := w.Body.Len()
-				z, err := gzip.NewReader(w.Body)
+			if got := w.Header().Get("Content-Encoding"); got != tc.encoding {
+				t.Fatalf("Content-Encoding %q, want %q", got, tc.encoding)
+			}
+			compressed := w.Body.Len()
+			var rd io.Reader = w.Body
+			switch tc.encoding {
+			case "br":
+				rd = brotli.NewReader(rd)
+			case "gzip":
+				z, err := gzip.NewReader(rd)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if body, err = io.ReadAll(z); err != nil {
-					t.Fatal(err)
-				}
-				if compressed > len(body)/2 {
-					t.Fatalf("compressed to %d of %d bytes", compressed, len(body))
-				}
+				rd = z
+			}
+			body, err := io.ReadAll(rd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.encoding != "" && compressed > len(body)/3 {
+				t.Fatalf("compressed to %d of %d bytes", compressed, len(body))
 			}
 			if string(body) != assets.Bundle("shell.js") {
 				t.Fatal("not the web host's bundle")

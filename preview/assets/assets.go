@@ -17,7 +17,7 @@ import (
 	"strings"
 )
 
-//go:embed core.js hostcache.js vdom.js theme.js runtime.js fixtures.js live.js bell.js shell.js preview-main.js preview.css fonts/material-symbols-outlined.woff2
+//go:embed core.js hostcache.js vdom.js theme.js runtime.js fixtures.js live.js bell.js shell.js preview-main.js preview.css webhost.css fonts/icons.txt fonts/material-symbols-outlined.woff2 fonts/material-symbols-subset.woff2
 var files embed.FS
 
 // Text returns the embedded file name (such as "runtime.js"). It panics on

@@ -16,7 +16,6 @@ type Page struct {
 	Title     string // the title element's text
 	CSP       string // when not empty, a Content-Security-Policy meta element; written as is
 	Generator string // when not empty, a generator meta element
-	CSS       string // rules after preview.css
 	BodyClass string // when not empty, the body element's class
 	Nav       string // HTML before the app element
 	NoScript  string // what the page says without JavaScript
@@ -27,9 +26,9 @@ type Page struct {
 	Bundle []byte // the bundle's JSON, for the ph-bundle block
 	// Assets, when not empty, is the path the static files are served
 	// under (such as "/app/assets/"): the page then links its scripts, the
-	// catalog and preview.css by their hashed names instead of holding
-	// them, and has no inline script. Empty: a standalone page that holds
-	// everything.
+	// catalog and app.css by their hashed names instead of holding them,
+	// and has no inline script or style. Empty: a standalone page that
+	// holds everything.
 	Assets string
 }
 
@@ -62,7 +61,7 @@ func (p *Page) Bytes() []byte {
 	s := static()
 	script := Bundle(p.Entry)
 	var out bytes.Buffer
-	out.Grow(len(s.catalog) + len(script) + len(s.text["preview.css"]) + len(p.CSS) + len(p.Bundle) + len(p.CSP) + 1024)
+	out.Grow(len(s.catalog) + len(script) + len(s.text["preview.css"]) + len(p.Bundle) + len(p.CSP) + 1024)
 	out.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
 	if p.CSP != "" {
 		out.WriteString(`<meta http-equiv="Content-Security-Policy" content="` + p.CSP + "\">\n")
@@ -74,7 +73,6 @@ func (p *Page) Bytes() []byte {
 	out.WriteString("<title>" + html.EscapeString(p.Title) + "</title>\n")
 	out.WriteString("<style>\n")
 	out.WriteString(s.text["preview.css"])
-	out.WriteString(p.CSS)
 	out.WriteString("</style>\n</head>\n")
 	if p.BodyClass != "" {
 		out.WriteString(`<body class="` + html.EscapeString(p.BodyClass) + "\">\n")
@@ -98,14 +96,12 @@ func (p *Page) Bytes() []byte {
 // linked is the page of Bytes with its static files linked.
 func (p *Page) linked() []byte {
 	var out bytes.Buffer
-	out.Grow(len(p.Bundle) + len(p.CSS) + 2048)
+	out.Grow(len(p.Bundle) + 2048)
 	out.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
 	out.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
 	out.WriteString("<title>" + html.EscapeString(p.Title) + "</title>\n")
-	out.WriteString(`<link rel="stylesheet" href="` + p.Assets + StaticName("preview.css") + "\">\n")
-	if p.CSS != "" {
-		out.WriteString("<style>\n" + p.CSS + "</style>\n")
-	}
+	out.WriteString(`<link rel="stylesheet" href="` + p.Assets + StaticName("app.css") + "\">\n")
+	out.WriteString(`<link rel="preload" href="` + p.Assets + StaticName(IconFontSubset) + "\" as=\"font\" type=\"font/woff2\" crossorigin>\n")
 	out.WriteString("</head>\n")
 	if p.BodyClass != "" {
 		out.WriteString(`<body class="` + html.EscapeString(p.BodyClass) + "\">\n")

@@ -56,6 +56,9 @@ export function Runtime(opts) {
   // page's own block.
   var catalog = window.pluginhostCatalog || JSON.parse(document.getElementById('ph-catalog').textContent);
   var bundle = opts.bundle || JSON.parse(document.getElementById('ph-bundle').textContent);
+  // The host's themes: the standalone page's bundle, or the web host's
+  // static script.
+  var hostThemes = bundle.themes || window.pluginhostThemes;
   var surface = opts.surface || 'screen';
   // A home card or a response is drawn inside the page, as tall as what
   // it shows; its navigate opens the page's screen.
@@ -314,7 +317,7 @@ export function Runtime(opts) {
 
   var contrastSeen = {};
   function scheme(mode, groups) {
-    var base = bundle.themes[mode];
+    var base = hostThemes[mode];
     var given = groups.color_scheme || {};
     var out = {};
     function resolveRole(role, depth) {
@@ -594,13 +597,21 @@ export function Runtime(opts) {
   // it (the standalone preview), a glyph of the host's own short list, or
   // the name's initials.
   var iconFont = !!bundle.icon_font;
+  // The web host loads a subset of the font first (window.pluginhostIcons
+  // names its icons); any other name is drawn with the whole font, which
+  // the browser loads only when a page shows one.
+  var subsetIcons = null;
+  if (iconFont && window.pluginhostIcons) {
+    subsetIcons = {};
+    window.pluginhostIcons.forEach(function (n) { subsetIcons[n] = true; });
+  }
   function iconGlyph(name, size, colorValue, extraClass) {
     var n = str(name);
     var px = size || 24;
     var s = 'width:' + px + 'px;height:' + px + 'px;';
     if (colorValue) s += 'color:' + colorValue + ';';
     if (iconFont && /^[a-z0-9_]{1,64}$/.test(n)) {
-      return h('span', { 'class': 'ph-icon ph-symbol' + (extraClass ? ' ' + extraClass : ''), 'data-icon': n, title: n, role: 'img', 'aria-label': n, style: s + 'font-size:' + px + 'px;' }, n);
+      return h('span', { 'class': 'ph-icon ph-symbol' + (subsetIcons && !subsetIcons[n] ? ' ph-symbol-full' : '') + (extraClass ? ' ' + extraClass : ''), 'data-icon': n, title: n, role: 'img', 'aria-label': n, style: s + 'font-size:' + px + 'px;' }, n);
     }
     var g = glyphs[n] || n.replace(/_/g, ' ').split(' ').map(function (w) { return w[0] || ''; }).join('').slice(0, 2).toUpperCase();
     return h('span', { 'class': 'ph-icon' + (extraClass ? ' ' + extraClass : ''), 'data-icon': n, title: n, role: 'img', 'aria-label': n, style: s + 'font-size:' + Math.round(px * 0.66) + 'px;' }, g);
@@ -1833,7 +1844,7 @@ export function Runtime(opts) {
         // The web host's screen fills the window below the page's bar; a
         // home card is as tall as what it shows.
         var fs = themeStyle() + (embedded ? '' : bundle.live ? 'height:' + s.height + 'px;' : 'width:' + s.width + 'px;height:' + s.height + 'px;');
-        if (fs !== lastFrameStyle) { frame.setAttribute('style', fs); lastFrameStyle = fs; }
+        if (fs !== lastFrameStyle) { frame.style.cssText = fs; lastFrameStyle = fs; }
         frame.setAttribute('data-mode', app.mode);
         frame.setAttribute('data-size', bundle.live ? s.size_class : app.size);
         frame.className = 'ph-frame ph-mode-' + app.mode;
@@ -2046,6 +2057,10 @@ export function Runtime(opts) {
     });
   });
 
-  if (opts.api) window.pluginhostPreview = api;
-  return { api: api, destroy: destroy };
+  // In the web host, the page API that reads the plugin's state, data,
+  // context and events is an admin's (bundle.debug_api), as the inspector
+  // is: anyone else's page has only what it says about itself.
+  var pageAPI = !bundle.live || bundle.debug_api ? api : { live: api.live, blocked: api.blocked, route: api.route, metrics: api.metrics, idle: api.idle };
+  if (opts.api) window.pluginhostPreview = pageAPI;
+  return { api: pageAPI, destroy: destroy };
 }

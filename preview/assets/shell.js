@@ -44,7 +44,7 @@ function el(tag, cls, text) {
 function enc(s) { return encodeURIComponent(s); }
 function imagesOf(instanceID) { return '/app/' + enc(instanceID) + '/-/ui-images:fetch'; }
 function bundleFor(live, inspector) {
-  return { icon_font: bundle.icon_font, themes: bundle.themes, screens: bundle.screens, inspector: !!inspector, live: live };
+  return { icon_font: bundle.icon_font, inspector: !!inspector, debug_api: bundle.debug_api, live: live };
 }
 // offers reports whether the page offers an extension to open: a screen or
 // home extension whose placement is not hidden (those open only from the
@@ -83,11 +83,14 @@ function idleOf(list) {
 
 // The home's page API: the page's events, and idle when every card is.
 var homeAPI = {
-  events: function () { return JSON.parse(JSON.stringify(events)); },
-  clearEvents: function () { events.length = 0; },
   idle: function () { return idleOf(cards.concat(responses).map(function (c) { return c.runtime; })); },
   inspector: function () { return null; }
 };
+// The page's events are an admin's, as every surface's page API is.
+if (bundle.debug_api) {
+  homeAPI.events = function () { return JSON.parse(JSON.stringify(events)); };
+  homeAPI.clearEvents = function () { events.length = 0; };
+}
 
 // ---- Screens ------------------------------------------------------------
 

@@ -1,15 +1,19 @@
 package assets
 
+//go:generate go run ./iconsubset
+
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"path"
+	"regexp"
+	"sort"
 	"strings"
 	"sync"
 
+	"pluginhost/compression"
 	"pluginhost/uicatalog"
 )
 
@@ -19,21 +23,29 @@ type Static struct {
 	Name        string // the hashed name, such as "shell.3f2a9c1b7d4e.js"
 	ContentType string
 	Body        []byte
-	Gzip        []byte // Body gzip-compressed; nil for a file compressed already
-	ETag        string
+	// Compressed holds Body as brotli and gzip; empty for a file that is
+	// compressed already (a font).
+	Compressed compression.Precompressed
+	ETag       string
 }
 
-// IconFont is the static file of the icon font: Material Symbols Outlined
-// (fonts/README.md).
-const IconFont = "material-symbols-outlined.woff2"
+// The icon font's files: Material Symbols Outlined (fonts/README.md), whole,
+// and the subset of the names in fonts/icons.txt that the web host's pages
+// load first.
+const (
+	IconFont       = "material-symbols-outlined.woff2"
+	IconFontSubset = "material-symbols-subset.woff2"
+)
 
-// staticFiles are the embedded files served as static assets; catalog.js
-// (the node catalog, as a script) is made from package uicatalog, and
-// linkedEntries are served as their bundles, under their own names.
-var staticFiles = []string{"preview.css"}
+// The web host's stylesheet, app.css, is preview.css (the runtime's nodes)
+// and webhost.css (the shell), after the host's themes as custom properties.
+// A url(NAME) in it that names a static file becomes the file's hashed name.
+var cssParts = []string{"preview.css", "webhost.css"}
 
 // linkedEntries are the entry modules of pages that link their scripts.
 var linkedEntries = []string{"shell.js"}
+
+var staticURL = regexp.MustCompile(`url\("?([a-z0-9.-]+)"?\)`)
 
 var statics = sync.OnceValue(func() struct {
 	byHashed map[string]*Static
@@ -58,33 +70,77 @@ var statics = sync.OnceValue(func() struct {
 			st.ContentType = "text/javascript; charset=utf-8"
 		}
 		if ext != ".woff2" {
-			var z bytes.Buffer
-			w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
-			w.Write(body)
-			w.Close()
-			st.Gzip = z.Bytes()
+			st.Compressed = compression.Precompress(body)
 		}
 		out.byHashed[hashed] = st
 		out.hashed[name] = hashed
 	}
-	for _, name := range staticFiles {
-		add(name, []byte(Text(name)))
+	for _, font := range []string{IconFont, IconFontSubset} {
+		b, err := files.ReadFile("fonts/" + font)
+		if err != nil {
+			panic("assets: no icon font: " + err.Error())
+		}
+		add(font, b)
 	}
+	css := themeCSS()
+	for _, name := range cssParts {
+		css += Text(name)
+	}
+	css = staticURL.ReplaceAllStringFunc(css, func(m string) string {
+		if h, ok := out.hashed[staticURL.FindStringSubmatch(m)[1]]; ok {
+			return `url("` + h + `")`
+		}
+		return m
+	})
+	add("app.css", []byte(css))
 	for _, entry := range linkedEntries {
 		add(entry, []byte(Bundle(entry)))
 	}
-	font, err := files.ReadFile("fonts/" + IconFont)
-	if err != nil {
-		panic("assets: no icon font: " + err.Error())
-	}
-	add(IconFont, font)
 	var c bytes.Buffer
 	if err := json.Compact(&c, uicatalog.JSON()); err != nil {
 		panic("assets: the UI catalog is not JSON: " + err.Error())
 	}
-	add("catalog.js", []byte("// The node catalog of UI Runtime v2 (package uicatalog).\nwindow.pluginhostCatalog = "+ScriptSafe.Replace(c.String())+";\n"))
+	themes, _ := json.Marshal(Themes())
+	icons, _ := json.Marshal(SubsetIcons())
+	add("catalog.js", []byte("// The node catalog of UI Runtime v2 (package uicatalog), the host's themes and the icons of the font subset.\n"+
+		"window.pluginhostCatalog = "+ScriptSafe.Replace(c.String())+";\n"+
+		"window.pluginhostThemes = "+string(themes)+";\n"+
+		"window.pluginhostIcons = "+string(icons)+";\n"))
 	return out
 })
+
+// themeCSS sets the host's colours as custom properties of the page
+// (--ph-primary, ...): light, dark when the page asks for it (data-theme
+// on the html element), and the device's choice when it asks for neither.
+func themeCSS() string {
+	vars := func(mode string) string {
+		var b strings.Builder
+		roles := make([]string, 0, len(themes[mode]))
+		for r := range themes[mode] {
+			roles = append(roles, r)
+		}
+		sort.Strings(roles)
+		for _, r := range roles {
+			b.WriteString("--ph-" + strings.ReplaceAll(r, "_", "-") + ":" + themes[mode][r] + ";")
+		}
+		return b.String()
+	}
+	return "/* The host's Material 3 themes (package preview/assets, themes.go). */\n" +
+		":root{color-scheme:light;" + vars("light") + "}\n" +
+		":root[data-theme=dark]{color-scheme:dark;" + vars("dark") + "}\n" +
+		"@media (prefers-color-scheme: dark){:root:not([data-theme=light]){color-scheme:dark;" + vars("dark") + "}}\n"
+}
+
+// SubsetIcons returns the icon names the font subset draws (fonts/icons.txt).
+func SubsetIcons() []string {
+	var out []string
+	for _, l := range strings.Split(Text("fonts/icons.txt"), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
 
 // StaticName returns the hashed name a static file (such as "shell.js"
 // or "catalog.js") is served under. It panics on a name that is not one.

@@ -2,8 +2,9 @@
 // attributes, k: children}); create makes it; patch and patchChildren bring a
 // drawn element up to a new description, keeping the elements (and their
 // input state) whose tag and key stay. Attribute values and text always
-// reach the page as attributes and text nodes, never as HTML; on: {type: fn}
-// binds event handlers once per element, fn(event, element).
+// reach the page as attributes and text nodes, never as HTML; style is set
+// through the CSSOM; on: {type: fn} binds event handlers once per element,
+// fn(event, element).
 
 export function h(tag, a, kids) {
   var flat = [];
@@ -48,6 +49,9 @@ function setAttrs(el, a, old) {
       return;
     }
     if (k === 'checked') { el.checked = !!v; return; }
+    // Styles go through the CSSOM: the web host's policy allows no style
+    // attribute in markup, which setAttribute would be.
+    if (k === 'style') { if (v !== o || el.style.cssText === '' && v) el.style.cssText = v || ''; return; }
     if (v === o && el.hasAttribute(k) === (v !== null && v !== undefined && v !== false)) return;
     if (v === null || v === undefined || v === false) el.removeAttribute(k);
     else el.setAttribute(k, v === true ? '' : String(v));
