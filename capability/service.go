@@ -145,15 +145,17 @@ func (s *Service) Run(ctx context.Context, call Call) (res *models.ExtensionResu
 	// 4. The run, in the sandbox: input checked, module run within the
 	// limits, output read and checked.
 	job := sandbox.Job{Capability: c, Module: mod, Request: req, User: call.Caller.UserID}
+	var refused string // a connection whose provider refused its credential during the run
 	if s.Fetch != nil {
-		job.Fetch = s.Fetch.Fetcher(netfetch.Run{Target: t, Capability: c.ID, UserID: call.Caller.UserID})
+		job.Fetch = s.Fetch.Fetcher(netfetch.Run{Target: t, Capability: c.ID, UserID: call.Caller.UserID,
+			Refused: func(connection string) { refused = connection }})
 	}
 	out, rep, err := s.Engine.Run(ctx, job)
 	if err != nil {
 		if s.Log != nil && len(rep.Stderr) > 0 {
 			s.Log.Debug("capability run failed", "instance", call.InstanceID, "capability", call.Capability, "stderr_bytes", len(rep.Stderr))
 		}
-		return nil, err
+		return nil, withRefusal(err, refused)
 	}
 
 	// Its notifications are checked before anything is applied: a broken
@@ -189,6 +191,19 @@ func (s *Service) Run(ctx context.Context, call Call) (res *models.ExtensionResu
 		}
 	}
 	return res, nil
+}
+
+// withRefusal names, in a failed run's error, the connection whose provider
+// refused its credential during the run, as the likely cause that the user
+// can fix.
+func withRefusal(err error, connection string) error {
+	var e *models.Error
+	if connection == "" || !errors.As(err, &e) || e.Code != models.ErrCapabilityFailed || e.Connection != "" {
+		return err
+	}
+	named := *e
+	named.Connection = connection
+	return &named
 }
 
 // Outcome names how a run ended, for the audit trail and the metrics: ok,

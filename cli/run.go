@@ -158,11 +158,15 @@ type benchKeys map[string]string
 func (k benchKeys) Credential(_ context.Context, _ *access.Target, conn models.Connection) (string, string, error) {
 	key, ok := k[conn.ID]
 	if !ok || conn.Kind != models.ConnectionAPIKey {
-		return "", "", models.CapabilityFailed(models.ReasonConnectionRequired, "connection %q is not connected here: pass --api-key %s=KEY (an api_key connection)", conn.ID, conn.ID)
+		return "", "", models.ConnectionRequired(conn.ID, "connection %q is not connected here: pass --api-key %s=KEY (an api_key connection)", conn.ID, conn.ID)
 	}
 	header, value := conn.APIKeyHeader(key)
 	return header, value, nil
 }
+
+// Answered keeps nothing: the bench's keys live as long as its run, whose
+// fetches' statuses the module sees.
+func (benchKeys) Answered(context.Context, string, string, int) error { return nil }
 
 func localJob(dir, id, args, query, storageFile, trigger string) (*local, error) {
 	folder, err := bundle.ReadPlugin(dir)

@@ -85,6 +85,11 @@ type Status struct {
 	Connected bool
 	Account   string
 	ExpiresAt *time.Time
+	// RefusedStatus is the HTTP status (401 or 403) with which the
+	// provider last refused the credential, and RefusedAt when; 0 and nil
+	// while it accepts it.
+	RefusedStatus int
+	RefusedAt     *time.Time
 }
 
 // secretValue is what a credential seals.
@@ -124,7 +129,7 @@ func (s *Service) List(ctx context.Context, t *access.Target) ([]Status, error) 
 		return []Status{}, nil
 	}
 	var rows []database.CredentialRow
-	if err := s.DB.Read.WithContext(ctx).Select("name", "account", "expires_at", "kind").
+	if err := s.DB.Read.WithContext(ctx).Select("name", "account", "expires_at", "kind", "refused_at", "refused_status").
 		Where("instance_id = ?", t.Instance.ID).Find(&rows).Error; err != nil {
 		return nil, err
 	}
@@ -151,6 +156,10 @@ func (s *Service) List(ctx context.Context, t *access.Target) ([]Status, error) 
 			if r.ExpiresAt > 0 {
 				at := time.UnixMicro(r.ExpiresAt).UTC()
 				st.ExpiresAt = &at
+			}
+			if r.RefusedStatus != 0 {
+				at := time.UnixMicro(r.RefusedAt).UTC()
+				st.RefusedStatus, st.RefusedAt = r.RefusedStatus, &at
 			}
 		}
 		out = append(out, st)
@@ -666,6 +675,22 @@ type tokenRefused struct{ reason string }
 
 func (e *tokenRefused) Error() string { return "the provider refused the grant: " + e.reason }
 
+// Answered records how a connection's provider answered a fetch that
+// carried its credential: a 401 or 403 marks the credential refused (the
+// status and the time), which the user sees on the connection until a new
+// one is given or a later fetch is answered with a success (2xx), which
+// clears it. Other statuses say nothing of the credential.
+func (s *Service) Answered(ctx context.Context, instanceID, connection string, status int) error {
+	q := s.DB.Write.WithContext(ctx).Model(&database.CredentialRow{}).Where("instance_id = ? AND name = ?", instanceID, connection)
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return q.Updates(map[string]any{"refused_at": s.now().UnixMicro(), "refused_status": status}).Error
+	case status >= 200 && status < 300:
+		return q.Where("refused_status <> 0").Updates(map[string]any{"refused_at": 0, "refused_status": 0}).Error
+	}
+	return nil
+}
+
 // Credential returns the header and value a fetch to one of the
 // connection's hosts carries for the Instance, refreshing an OAuth access
 // token that is about to expire. A connection that is not connected (or
@@ -704,7 +729,7 @@ func (s *Service) open(ctx context.Context, instanceID string, conn models.Conne
 	var row database.CredentialRow
 	err := s.DB.Write.WithContext(ctx).Where("instance_id = ? AND name = ?", instanceID, conn.ID).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) || err == nil && row.Kind != conn.Kind {
-		return nil, nil, models.CapabilityFailed(models.ReasonConnectionRequired, "connection %q (%s) is not connected for this Instance: connect it first", conn.ID, conn.Label)
+		return nil, nil, models.ConnectionRequired(conn.ID, "connection %q (%s) is not connected for this Instance: connect it first", conn.ID, conn.Label)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -744,12 +769,12 @@ func (s *Service) refresh(ctx context.Context, t *access.Target, conn models.Con
 		return v, nil
 	}
 	if v.RefreshToken == "" {
-		return nil, models.CapabilityFailed(models.ReasonConnectionRequired, "the access of connection %q expired and the provider gave no refresh token: connect it again", conn.ID)
+		return nil, models.ConnectionRequired(conn.ID, "the access of connection %q expired and the provider gave no refresh token: connect it again", conn.ID)
 	}
 	tok, err := s.token(ctx, t.Installation.PluginID, conn, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {v.RefreshToken}}, required)
 	var refused *tokenRefused
 	if errors.As(err, &refused) {
-		return nil, models.CapabilityFailed(models.ReasonConnectionRequired, "the grant of connection %q is no longer valid (%s): connect it again", conn.ID, refused.reason)
+		return nil, models.ConnectionRequired(conn.ID, "the grant of connection %q is no longer valid (%s): connect it again", conn.ID, refused.reason)
 	}
 	if err != nil {
 		return nil, err

@@ -151,3 +151,72 @@ func TestOAuthClientBindsToTheOwnersPackage(t *testing.T) {
 		t.Fatalf("the client is bound to %q, want the owner's https://example.com/token", token)
 	}
 }
+
+// A provider's refusal of a credential (a fetch with it answered 401 or
+// 403) shows on the connection, with its status and time, until a success
+// or a new key clears it; other statuses, other connections and other
+// Instances are not touched; a connection never connected records nothing.
+func TestRefusedCredential(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		env := fixture.New(t, b)
+		ctx := context.Background()
+		alice := env.User(t, "alice")
+		installed := env.Install(t, alice, keyManifest())
+		inst := env.Instance(t, alice, installed)
+		other := env.Instance(t, alice, installed)
+		conns := env.Server.Connections
+		a := models.Caller{UserID: alice.ID}
+		for _, id := range []string{inst.ID, other.ID} {
+			if _, err := conns.ConnectAPIKey(ctx, a, id, "svc", "sk-wrong"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		status := func(id string) connections.Status {
+			t.Helper()
+			list, err := conns.Of(ctx, a, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return list[0]
+		}
+		for _, step := range []struct {
+			name    string
+			conn    string
+			answer  int
+			refused int
+		}{
+			{"a 404 says nothing of the key", "svc", 404, 0},
+			{"a 401 refuses it", "svc", 401, 401},
+			{"a 500 leaves the refusal", "svc", 500, 401},
+			{"a 403 refuses it again", "svc", 403, 403},
+			{"another connection's success leaves it", "gh", 200, 403},
+			{"a success clears it", "svc", 204, 0},
+			{"a 401 again", "svc", 401, 401},
+		} {
+			if err := conns.Answered(ctx, inst.ID, step.conn, step.answer); err != nil {
+				t.Fatalf("%s: %v", step.name, err)
+			}
+			st := status(inst.ID)
+			if st.RefusedStatus != step.refused || (step.refused != 0) != (st.RefusedAt != nil) || !st.Connected {
+				t.Fatalf("%s: %+v, want refused %d", step.name, st, step.refused)
+			}
+		}
+		if st := status(other.ID); st.RefusedStatus != 0 {
+			t.Fatalf("another Instance's key shows the refusal: %+v", st)
+		}
+		// A new key clears the refusal.
+		if _, err := conns.ConnectAPIKey(ctx, a, inst.ID, "svc", "sk-right"); err != nil {
+			t.Fatal(err)
+		}
+		if st := status(inst.ID); st.RefusedStatus != 0 || st.RefusedAt != nil {
+			t.Fatalf("a new key keeps the refusal: %+v", st)
+		}
+		// A connection without a credential records nothing.
+		if err := conns.Answered(ctx, inst.ID, "gh", 401); err != nil {
+			t.Fatal(err)
+		}
+		if list, _ := conns.Of(ctx, a, inst.ID); list[1].Connected || list[1].RefusedStatus != 0 {
+			t.Fatalf("an unconnected connection: %+v", list[1])
+		}
+	})
+}

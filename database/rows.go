@@ -239,6 +239,10 @@ type CredentialRow struct {
 	ExpiresAt      int64 // Unix microseconds; 0: does not expire
 	CreatedAt      int64
 	UpdatedAt      int64
+	// RefusedAt (Unix microseconds) and RefusedStatus: when and how the
+	// provider last refused the credential (401 or 403); 0: it did not.
+	RefusedAt     int64
+	RefusedStatus int
 }
 
 func (CredentialRow) TableName() string { return "installation_credentials" }

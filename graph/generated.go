@@ -147,13 +147,15 @@ type ComplexityRoot struct {
 	}
 
 	Connection struct {
-		Account    func(childComplexity int) int
-		Connected  func(childComplexity int) int
-		ExpiresAt  func(childComplexity int) int
-		ID         func(childComplexity int) int
-		Kind       func(childComplexity int) int
-		Label      func(childComplexity int) int
-		ManifestID func(childComplexity int) int
+		Account       func(childComplexity int) int
+		Connected     func(childComplexity int) int
+		ExpiresAt     func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Kind          func(childComplexity int) int
+		Label         func(childComplexity int) int
+		ManifestID    func(childComplexity int) int
+		RefusedAt     func(childComplexity int) int
+		RefusedStatus func(childComplexity int) int
 	}
 
 	CreatedAccessToken struct {
@@ -518,6 +520,8 @@ type CapabilityResolver interface {
 }
 type ConnectionResolver interface {
 	ExpiresAt(ctx context.Context, obj *Connection) (*string, error)
+	RefusedStatus(ctx context.Context, obj *Connection) (*int, error)
+	RefusedAt(ctx context.Context, obj *Connection) (*string, error)
 }
 type FetchRecordResolver interface {
 	ID(ctx context.Context, obj *storage.FetchRecord) (string, error)
@@ -1055,6 +1059,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Connection.ManifestID(childComplexity), true
+	case "Connection.refusedAt":
+		if e.ComplexityRoot.Connection.RefusedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.RefusedAt(childComplexity), true
+	case "Connection.refusedStatus":
+		if e.ComplexityRoot.Connection.RefusedStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Connection.RefusedStatus(childComplexity), true
 
 	case "CreatedAccessToken.info":
 		if e.ComplexityRoot.CreatedAccessToken.Info == nil {
@@ -3108,6 +3124,10 @@ func (ec *executionContext) childFields_Connection(ctx context.Context, field gr
 		return ec.fieldContext_Connection_account(ctx, field)
 	case "expiresAt":
 		return ec.fieldContext_Connection_expiresAt(ctx, field)
+	case "refusedStatus":
+		return ec.fieldContext_Connection_refusedStatus(ctx, field)
+	case "refusedAt":
+		return ec.fieldContext_Connection_refusedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Connection", field.Name)
 }
@@ -6812,6 +6832,52 @@ func (ec *executionContext) _Connection_expiresAt(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_Connection_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Connection_refusedStatus(ctx context.Context, field graphql.CollectedField, obj *Connection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_refusedStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Connection().RefusedStatus(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_refusedStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Connection", field, true, true, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Connection_refusedAt(ctx context.Context, field graphql.CollectedField, obj *Connection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Connection_refusedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Connection().RefusedAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Connection_refusedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Connection", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
@@ -15911,6 +15977,82 @@ func (ec *executionContext) _Connection(ctx context.Context, sel ast.SelectionSe
 					}
 				}()
 				res = ec._Connection_expiresAt(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "refusedStatus":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Connection_refusedStatus(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "refusedAt":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Connection_refusedAt(ctx, field, obj)
 				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}

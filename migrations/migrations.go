@@ -43,6 +43,7 @@ var All = []Migration{
 	{13, "the rendered result of the newest response containers, for the web host's response surface", responseData},
 	{14, "users of the operator's identity provider, and web host sessions signed in with it", issuerUsers},
 	{15, "plugin ids owned by the publisher key that first installed them; OAuth clients bound to the URLs the admin saw", publishers},
+	{16, "a connection's credential refused by its provider, with the status", refusedCredentials},
 }
 
 type appliedRow struct {

@@ -64,6 +64,11 @@ type Error struct {
 	// request's id in the round, and the host of its URL (with its port
 	// when not 443; empty when the URL names none).
 	Request, Host string
+	// Connection names the connection a failed run needed and could not
+	// use (connection_required), or whose credential its provider refused
+	// during the run (the run failed after a fetch with it was answered
+	// 401 or 403).
+	Connection string
 }
 
 // Reasons of CAPABILITY_FAILED (GraphQL extensions.reason).
@@ -86,11 +91,20 @@ func CapabilityFailed(reason, format string, args ...any) *Error {
 	return &Error{Code: ErrCapabilityFailed, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
+// ConnectionRequired returns a CAPABILITY_FAILED error of reason
+// connection_required that names the connection.
+func ConnectionRequired(connection, format string, args ...any) *Error {
+	e := CapabilityFailed(ReasonConnectionRequired, format, args...)
+	e.Connection = connection
+	return e
+}
+
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
 // Extensions returns the error as a GraphQL error's extensions carry it
-// (and the CLI prints it): code, and reason, exitCode, problems and the
-// refused fetch's request and host when set. The message is not among them.
+// (and the CLI prints it): code, and reason, exitCode, problems, the
+// refused fetch's request and host, and the connection when set. The
+// message is not among them.
 func (e *Error) Extensions() map[string]any {
 	ext := map[string]any{"code": string(e.Code)}
 	if e.Reason != "" {
@@ -101,6 +115,9 @@ func (e *Error) Extensions() map[string]any {
 	}
 	if e.Request != "" {
 		ext["request"], ext["host"] = e.Request, e.Host
+	}
+	if e.Connection != "" {
+		ext["connection"] = e.Connection
 	}
 	if len(e.Problems) > 0 {
 		ext["problems"] = e.Problems

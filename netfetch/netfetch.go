@@ -109,9 +109,12 @@ func (s *Service) Client() *http.Client {
 
 // Credentials gives the header and value a fetch with a connection
 // carries for an Instance, or the error that fails the run
-// (connection_required).
+// (connection_required); Answered hears the status the connection's
+// provider answered such a fetch with (a 401 or 403 is a refusal of the
+// credential).
 type Credentials interface {
 	Credential(ctx context.Context, t *access.Target, conn models.Connection) (header, value string, err error)
+	Answered(ctx context.Context, instanceID, connection string, status int) error
 }
 
 // Run is what a run's fetches are allowed: its Instance (through the gate)
@@ -120,6 +123,9 @@ type Run struct {
 	Target     *access.Target
 	Capability string
 	UserID     string
+	// Refused, when set, hears each connection whose provider refused the
+	// credential a fetch of the run carried (401 or 403).
+	Refused func(connection string)
 }
 
 // Fetcher returns the sandbox.Fetcher of one run.
@@ -287,7 +293,7 @@ func (s *Service) prepare(ctx context.Context, t *access.Target, hosts []string,
 			return p, denied("connection %q is sent only to its hosts (%s), not to %s", conn.ID, strings.Join(conn.Hosts, ", "), tgt.HostPort())
 		}
 		if s.Credentials == nil {
-			return p, models.CapabilityFailed(models.ReasonConnectionRequired, "connection %q cannot be used here", conn.ID)
+			return p, models.ConnectionRequired(conn.ID, "connection %q cannot be used here", conn.ID)
 		}
 		header, value, err := s.Credentials.Credential(ctx, t, conn)
 		if err != nil {
@@ -324,6 +330,21 @@ func (s *Service) round(ctx context.Context, run Run, reqs []sandbox.FetchReques
 	if s.Storage != nil {
 		if err := s.Storage.RecordFetches(context.WithoutCancel(ctx), records); err != nil && s.Log != nil {
 			s.Log.Error("fetch: audit records lost", "err", err, "instance", t.Instance.ID)
+		}
+	}
+	// What a connection's provider answered says whether it takes the
+	// credential: the user is told where it is kept.
+	for i, p := range ps {
+		if p.req.Connection == "" || errs[i] != nil || answers[i].Status == 0 {
+			continue
+		}
+		if s.Credentials != nil {
+			if err := s.Credentials.Answered(context.WithoutCancel(ctx), t.Instance.ID, p.req.Connection, answers[i].Status); err != nil && s.Log != nil {
+				s.Log.Error("fetch: a connection's answer was not recorded", "err", err, "instance", t.Instance.ID)
+			}
+		}
+		if (answers[i].Status == http.StatusUnauthorized || answers[i].Status == http.StatusForbidden) && run.Refused != nil {
+			run.Refused(p.req.Connection)
 		}
 	}
 	out := make(map[string]sandbox.FetchAnswer, len(ps))

@@ -23,6 +23,21 @@ func (r *connectionResolver) ExpiresAt(ctx context.Context, obj *graph.Connectio
 	return &at, nil
 }
 
+func (r *connectionResolver) RefusedStatus(ctx context.Context, obj *graph.Connection) (*int, error) {
+	if obj.Status.RefusedStatus == 0 {
+		return nil, nil
+	}
+	return &obj.Status.RefusedStatus, nil
+}
+
+func (r *connectionResolver) RefusedAt(ctx context.Context, obj *graph.Connection) (*string, error) {
+	if obj.Status.RefusedAt == nil {
+		return nil, nil
+	}
+	at := models.FormatTime(*obj.Status.RefusedAt)
+	return &at, nil
+}
+
 func (r *fetchRecordResolver) ID(ctx context.Context, obj *storage.FetchRecord) (string, error) {
 	return models.NodeID(models.NodeFetchRecord, strconv.FormatInt(obj.ID, 10)), nil
 }
