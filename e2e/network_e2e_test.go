@@ -294,20 +294,54 @@ func TestWeatherConnectInBrowser(t *testing.T) {
 	}
 
 	p := openApp(t, c, "/app/"+id+"/week")
-	waitText(p, "Connect Weather service key")
-	waitText(p, "not connected")
+	p.Eval(`window.samePage = true`, nil)
+	// The screen that needs the key says so in words, with the way to give it.
+	waitText(p, "Connect Weather service key to use everything this plugin offers.")
+	p.WaitFor(`window.pluginhostPreview.context().errors.days !== null`)
 	if v := p.EvalString(`JSON.stringify(window.pluginhostPreview.context().connections)`); v != `{"weatherkey":{"connected":false,"label":"Weather service key","account":null}}` {
 		t.Fatalf("context.connections: %s", v)
 	}
-	p.TypeInto(`[data-ph-connect-key="weatherkey"]`, service.Key)
-	p.Click(`[data-ph-connect="weatherkey"]`)
-	waitText(p, "Bern: ")
-	waitUntil(p, `!document.querySelector('[data-ph-connection]')`, 15*time.Second)
-	if !p.EvalBool(`window.pluginhostPreview.context().connected === true`) {
-		t.Fatal("context.connected is not true after connecting")
+	if strings.Contains(pageText(p), "CAPABILITY_FAILED") {
+		t.Fatalf("a code in the page:\n%s", pageText(p))
 	}
-	if html := p.EvalString(`document.documentElement.outerHTML + JSON.stringify(window.pluginhostPreview.events())`); strings.Contains(html, service.Key) {
-		t.Fatal("the page still holds the key")
+
+	// A wrong key: the provider refuses it, and the page says so where the
+	// key was typed, with the field to type another; nothing else changed.
+	p.TypeInto(`[data-ph-connect-key="weatherkey"]`, "wk_wrong")
+	p.Click(`[data-ph-connect="weatherkey"]`)
+	waitText(p, "Weather service key refused the key (HTTP 401). Enter a new key.")
+	if n := p.EvalString(`String(document.body.innerText.split("refused the key").length - 1)`); n != "1" {
+		t.Fatalf("the refusal is said %s times", n)
+	}
+	p.WaitFor(`document.querySelector('[data-ph-connect-key="weatherkey"]').getAttribute("aria-invalid") === "true"`)
+	p.WaitFor(`document.activeElement === document.querySelector('[data-ph-connect-key="weatherkey"]')`)
+	screenshot(t, p, "weather-key-refused")
+	var conns struct {
+		Instance struct {
+			Connections []struct {
+				Connected     bool
+				RefusedStatus *int
+			}
+		}
+	}
+	c.Must(t, `query($i:ID!){instance(id:$i){connections{connected refusedStatus}}}`, map[string]any{"i": id}, &conns)
+	if cs := conns.Instance.Connections; len(cs) != 1 || !cs[0].Connected || cs[0].RefusedStatus == nil || *cs[0].RefusedStatus != 401 {
+		t.Fatalf("the refusal is not the connection's: %+v", cs)
+	}
+	// The right key, typed where the focus is, and Enter.
+	p.Do("Input.insertText", map[string]any{"text": service.Key})
+	p.Press("Enter", false)
+	waitText(p, "Bern: ")
+	waitUntil(p, `!document.querySelector('[data-ph-connection]') && !document.querySelector('[data-ph-retry]')`, 15*time.Second)
+	if !p.EvalBool(`window.pluginhostPreview.context().connected === true && window.samePage === true`) {
+		t.Fatal("context.connected is not true after connecting, or the page reloaded")
+	}
+	c.Must(t, `query($i:ID!){instance(id:$i){connections{connected refusedStatus}}}`, map[string]any{"i": id}, &conns)
+	if cs := conns.Instance.Connections; cs[0].RefusedStatus != nil {
+		t.Fatalf("the right key is still marked refused: %+v", cs)
+	}
+	if html := p.EvalString(`document.documentElement.outerHTML + JSON.stringify(window.pluginhostPreview.events())`); strings.Contains(html, service.Key) || strings.Contains(html, "wk_wrong") {
+		t.Fatal("the page still holds a key")
 	}
 	screenshot(t, p, "weather-connected")
 

@@ -100,8 +100,9 @@ func TestAppSignIn(t *testing.T) {
 
 	// Signing out ends the session: the page leads to the sign-in again.
 	p.Do("Page.navigate", map[string]any{"url": srv.URL + "/app"})
-	waitUntil(p, `location.pathname === "/app" && document.querySelector(".ph-signout button")`, 15*time.Second)
-	p.Click(`.ph-signout button`)
+	waitUntil(p, `location.pathname === "/app" && document.querySelector("[data-ph-account]")`, 15*time.Second)
+	p.Click(`[data-ph-account]`)
+	p.Click(`[data-ph-signout]`)
 	waitUntil(p, `location.pathname === "/app/login"`, 15*time.Second)
 	p.Do("Page.navigate", map[string]any{"url": srv.URL + "/app"})
 	waitUntil(p, `location.pathname === "/app/login"`, 15*time.Second)

@@ -61,7 +61,6 @@ func (s *Server) Handler(mount ...func(*http.ServeMux)) http.Handler {
 		mux.Handle("GET /playground", s.playground())
 		mux.HandleFunc("GET /playground/assets/{file}", playgroundAsset)
 	}
-	mux.HandleFunc("GET /dashboard", s.dashboard)
 	for _, m := range mount {
 		m(mux)
 	}
@@ -137,6 +136,11 @@ func (s *Server) Images() http.Handler {
 	}
 	return images(s.Gate, s.ImageProxy, s)
 }
+
+// Reset returns the handler of an Instance's reset of its stored data for
+// the user of the request's context ({instance_id} in the path), as DELETE
+// /v1/plugin-instances/{instance_id}/storage answers it.
+func (s *Server) Reset() http.Handler { return http.HandlerFunc(s.resetStorage) }
 
 // PageUser returns the authentication of page requests of a realm (see
 // pageUser).

@@ -505,7 +505,7 @@ func TestBrowserNavigationTypes(t *testing.T) {
 	}
 	p2.Click(`[data-ph-nav-item=two]`)
 	p2.wantText("mark two")
-	if p2.EvalString(`document.querySelector("[data-ph-nav-item=two]").getAttribute("aria-selected")`) != "true" {
+	if p2.EvalString(`document.querySelector("[data-ph-nav-item=two]").getAttribute("aria-current")`) != "true" {
 		t.Fatal("the chosen bar item is not selected")
 	}
 

@@ -218,14 +218,20 @@ func TestJSConformance(t *testing.T) {
 	}
 }
 
-// TestHostCacheRules runs the DOM-free tests of the host cache and its
-// refresh rules (testdata/hostcache.test.mjs) under node.
-func TestHostCacheRules(t *testing.T) {
-	out, err := exec.Command(node(t), "--test", "--test-reporter=tap", filepath.Join("testdata", "hostcache.test.mjs")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("node --test: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "# fail 0") || strings.Contains(string(out), "# pass 0\n") {
-		t.Fatalf("the host cache tests did not all run and pass:\n%s", out)
+// TestModulesUnderNode runs the DOM-free unit tests of the runtime's
+// modules under node: the host cache and its refresh rules
+// (testdata/hostcache.test.mjs), and the web host's addresses and words
+// (testdata/webhost.test.mjs).
+func TestModulesUnderNode(t *testing.T) {
+	for _, file := range []string{"hostcache.test.mjs", "webhost.test.mjs"} {
+		t.Run(file, func(t *testing.T) {
+			out, err := exec.Command(node(t), "--test", "--test-reporter=tap", filepath.Join("testdata", file)).CombinedOutput()
+			if err != nil {
+				t.Fatalf("node --test: %v\n%s", err, out)
+			}
+			if !strings.Contains(string(out), "# fail 0") || strings.Contains(string(out), "# pass 0\n") {
+				t.Fatalf("the tests did not all run and pass:\n%s", out)
+			}
+		})
 	}
 }

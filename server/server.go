@@ -314,7 +314,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	}
 	app := &webhost.Server{
 		User: api.PageUser("pluginhost app"), WithUser: auth.WithUser, GraphQL: api.WithBaseURL(s.GraphQL),
-		Socket: s.GraphQL.ServeSocketAs, Execute: s.GraphQL.Execute, Images: api.Images(), Error: api.WriteError,
+		Socket: s.GraphQL.ServeSocketAs, Execute: s.GraphQL.Execute, Images: api.Images(), Reset: api.Reset(), Error: api.WriteError,
 		SignIn: s.Authenticator.SignIn, PublicURL: cfg.PublicURL, SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 	}
 	var signIn *auth.IssuerSignIn

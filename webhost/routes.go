@@ -38,6 +38,10 @@ type Server struct {
 	// Images serves the image proxy for the user of its context; nil when
 	// the host has none.
 	Images http.Handler
+	// Reset deletes an Instance's stored data for the user of its context
+	// (the REST reset's handler, with {instance_id} in the path); nil: the
+	// settings have no reset.
+	Reset http.Handler
 	// Error writes a refusal as the host's REST errors are written.
 	Error func(w http.ResponseWriter, r *http.Request, err error)
 	// SignIn starts a session with a token given by a request's form or
@@ -76,6 +80,8 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /app/{$}", s.list)
 	mux.HandleFunc("GET /app/{instance_id}", s.first)
 	mux.HandleFunc("GET /app/{instance_id}/{extension}", s.screen)
+	mux.HandleFunc("GET /app/{instance_id}/-/settings", s.settings)
+	mux.HandleFunc("GET /dashboard", s.dashboard)
 	for _, method := range []string{"GET ", "POST "} {
 		mux.HandleFunc(method+ListGraphQLPattern, s.graphql)
 		mux.HandleFunc(method+GraphQLPattern, s.graphql)
@@ -83,7 +89,12 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	if s.Images != nil {
 		mux.Handle("POST "+ImageProxyPattern, s.call(s.Images))
 	}
+	if s.Reset != nil {
+		mux.Handle("DELETE "+ResetPattern, s.call(s.Reset))
+	}
 }
+
+func viewerOf(user *models.User) Viewer { return Viewer{Name: user.Name, Admin: user.Admin} }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	user, credential, ok := s.User(w, r)
@@ -91,7 +102,42 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	home, cards := s.home(r.Context(), user, credential)
-	ServeHome(w, r, Viewer{Name: user.Name, Admin: user.Admin}, home, cards)
+	ServePage(w, r, viewerOf(user), View{Kind: ViewHome, Home: home, Cards: cards})
+}
+
+// settings serves an Instance's settings, with the answer to
+// SettingsQuery.
+func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
+	user, credential, ok := s.User(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("instance_id")
+	ServePage(w, r, viewerOf(user), View{Kind: ViewSettings, InstanceID: id,
+		Preload:   s.run(r.Context(), user, credential, SettingsQuery, map[string]any{"i": id}),
+		Instances: s.instances(r.Context(), user, credential)})
+}
+
+// dashboard serves the live storage dashboard of the signed-in user.
+func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
+	user, credential, ok := s.User(w, r)
+	if !ok {
+		return
+	}
+	ServePage(w, r, viewerOf(user), View{Kind: ViewDashboard, Instances: s.instances(r.Context(), user, credential)})
+}
+
+// instances runs InstancesQuery for the user: the data of its answer, or
+// nil (the page then knows no other Instance than its own).
+func (s *Server) instances(ctx context.Context, user *models.User, credential string) json.RawMessage {
+	var answer struct {
+		Data   json.RawMessage
+		Errors []json.RawMessage
+	}
+	if json.Unmarshal(s.Execute(ctx, user, InstancesQuery, nil), &answer) != nil || len(answer.Errors) > 0 {
+		return nil
+	}
+	return redact(answer.Data, credential)
 }
 
 // preloadedCards is how many home cards the server starts for the page;
@@ -178,15 +224,22 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, ext := r.PathValue("instance_id"), r.PathValue("extension")
-	ServeScreen(w, r, Viewer{Name: user.Name, Admin: user.Admin}, id, ext, s.preload(r.Context(), user, credential, id, ext))
+	ServePage(w, r, viewerOf(user), View{Kind: ViewScreen, InstanceID: id, Extension: ext,
+		Preload:   s.preload(r.Context(), user, credential, id, ext),
+		Instances: s.instances(r.Context(), user, credential)})
 }
 
 // preload runs the page's first query (StartQuery) for the user, so that
-// the page carries its answer and starts without a request; nil when its
-// answer is not JSON (the page then asks itself). The credential is
-// redacted from it, as from every answer to the page.
+// the page carries its answer and starts without a request.
 func (s *Server) preload(ctx context.Context, user *models.User, credential, instanceID, extension string) *Preload {
-	out := s.Execute(ctx, user, StartQuery, map[string]any{"i": instanceID, "e": extension})
+	return s.run(ctx, user, credential, StartQuery, map[string]any{"i": instanceID, "e": extension})
+}
+
+// run runs a page's query for the user; nil when its answer is not JSON
+// (the page then asks itself). The credential is redacted from it, as from
+// every answer to the page.
+func (s *Server) run(ctx context.Context, user *models.User, credential, query string, vars map[string]any) *Preload {
+	out := s.Execute(ctx, user, query, vars)
 	if !json.Valid(out) {
 		return nil
 	}

@@ -1,10 +1,14 @@
-// Package webhost is the host's own renderer in the browser: GET /app is the
-// home (the viewer's Instances, their screens, and their home extensions
-// drawn live), and GET /app/{instance_id}/{extension} opens one screen or home
-// extension live against this server, with the preview's runtime (package
-// preview/assets) and its live host (live.js). Both are one page, the shell
-// (shell.js): a screen opened from the home opens in the same page, so that
-// every surface shares the host cache.
+// Package webhost is the host's own app in the browser: GET /app is the
+// home (the responses the viewer's assistant chose, and the viewer's
+// Instances with their home extensions drawn live), GET
+// /app/{instance_id}/{extension} opens one screen or home extension live
+// against this server with the preview's runtime (package preview/assets)
+// and its live host (live.js), GET /app/{instance_id}/-/settings is an
+// Instance's settings, and GET /dashboard the live storage dashboard. All
+// are one page, the app shell (shell.js): a view opened from another opens
+// in the same page, so that every surface shares the host cache, and every
+// view is an address. The server serves files and the data the page starts
+// from; the page draws itself.
 //
 // The pages carry no credential. The browser authenticated the page request
 // (HTTP Basic with the token as the password, or a bearer header); every
@@ -17,7 +21,6 @@ package webhost
 
 import (
 	"encoding/json"
-	"html"
 	"net/http"
 	"net/url"
 
@@ -32,6 +35,9 @@ const (
 	ListGraphQLPattern = "/app/-/graphql"
 	GraphQLPattern     = "/app/{instance_id}/-/graphql"
 	ImageProxyPattern  = "/app/{instance_id}/-/ui-images:fetch"
+	// ResetPattern takes DELETE: the settings' reset of an Instance's
+	// data.
+	ResetPattern = "/app/{instance_id}/-/storage"
 )
 
 // endpoint returns the path of an endpoint (graphql, ui-images:fetch) of
@@ -68,66 +74,61 @@ func Inspector(r *http.Request, v Viewer) bool {
 // with their configs, and the opening extension's config, generation and
 // persisted state. The web host names an extension and a connection by the
 // plugin's own id, so the queries read manifestId as id.
-const StartQuery = `query($i: ID!, $e: String!) { instance(id: $i) { id name enabled grants connections { id: manifestId label kind connected account } installation { id pluginId name version generation permissions aiStorageConsent extensions { id: manifestId point placement config } } } start: uiConfig(instanceId: $i, extension: $e) { extension point generation config persistedState } }`
+const StartQuery = `query($i: ID!, $e: String!) { instance(id: $i) { id name enabled grants connections { id: manifestId label kind connected account refusedStatus refusedAt } installation { id pluginId name version generation permissions aiStorageConsent extensions { id: manifestId point placement config } } } start: uiConfig(instanceId: $i, extension: $e) { extension point generation config persistedState } }`
+
+// instancesFields are what the shell knows of the viewer and every
+// Instance: who is signed in, names, plugins, the extensions it offers.
+const instancesFields = `viewer { name admin } installations { id pluginId name description version instances { id name enabled } extensions { id: manifestId point placement description icon } }`
+
+// InstancesQuery is the GraphQL query of the shell's navigation and
+// Instance switcher, which every page runs.
+const InstancesQuery = `{ ` + instancesFields + ` }`
 
 // HomeQuery is the GraphQL query of the home: the viewer's Installations,
-// their Instances and extensions.
-const HomeQuery = `{ installations { id name description version instances { id name enabled } extensions { id: manifestId point placement description icon } } ` +
-	`renderedResponses(first: 5) { nodes { ` + ResponseFields + ` } } }`
+// their Instances and extensions, and the newest responses the assistant
+// chose.
+const HomeQuery = `{ ` + instancesFields + ` renderedResponses(first: 5) { nodes { ` + ResponseFields + ` } } }`
 
 // ResponseFields are the fields of a RenderedResponse the home shows.
 const ResponseFields = `messageId instanceId extension capability generation createdAt data`
 
-// Preload is the answer to StartQuery that the server ran for the page, so
-// that the page starts without a request of its own.
+// SettingsQuery is the GraphQL query of an Instance's settings (variable i:
+// the instance id), with its extensions' configs, which name the screens
+// in the navigation.
+const SettingsQuery = `query($i: ID!) { instance(id: $i) { id name enabled grants notificationsMuted storageRevision ` +
+	`usage { namespace keys bytes maxBytes } connections { id: manifestId label kind connected account expiresAt refusedStatus refusedAt } ` +
+	`installation { id pluginId name version permissions aiStorageConsent dataPolicy extensions { id: manifestId point placement config } } } }`
+
+// Preload is the answer to a page's first query that the server ran for
+// it, so that the page starts without a request of its own.
 type Preload struct {
 	Status int             `json:"status"`
 	Body   json.RawMessage `json:"body"`
 }
 
-// ServeScreen writes the page of one extension of one Instance; preload,
-// when not nil, is the answer to StartQuery for the page's user.
-func ServeScreen(w http.ResponseWriter, r *http.Request, v Viewer, instanceID, extension string, preload *Preload) {
-	serveShell(w, v, extension+" · pluginhost", Inspector(r, v), shellConfig(nil, nil), map[string]any{
-		"instance_id": instanceID,
-		"extension":   extension,
-		"graphql":     endpoint(instanceID, "graphql"),
-		"images":      endpoint(instanceID, "ui-images:fetch"),
-		"route":       routeParams(r),
-		"start_query": StartQuery,
-		"preload":     preload,
-	})
-}
+// Views of the shell.
+const (
+	ViewHome      = "home"
+	ViewScreen    = "screen"
+	ViewSettings  = "settings"
+	ViewDashboard = "dashboard"
+)
 
-// serveShell writes a page of the shell: the home, or with live (the
-// extension the page opens) a screen.
-func serveShell(w http.ResponseWriter, v Viewer, title string, inspector bool, shell, live map[string]any) {
-	bundle := map[string]any{
-		"icon_font": true,
-		"inspector": inspector,
-		// The page API that reads state, data, context and events is an
-		// admin's (runtime.js).
-		"debug_api": v.Admin,
-		"shell":     shell,
-	}
-	if live != nil {
-		bundle["live"] = live
-	}
-	raw, err := json.Marshal(bundle)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	page := assets.Page{
-		Title:     title,
-		BodyClass: "ph-webhost",
-		Nav:       nav(v),
-		NoScript:  "The web host needs JavaScript.",
-		Entry:     "shell.js",
-		Assets:    AssetsPath,
-		Bundle:    raw,
-	}
-	write(w, page.Bytes())
+// View is what a page of the shell opens, with the data it starts from.
+type View struct {
+	Kind       string
+	InstanceID string // a screen's or settings' Instance
+	Extension  string // a screen's
+	// Preload is the answer to the view's query for the page's user
+	// (StartQuery for a screen, SettingsQuery for settings), or nil.
+	Preload *Preload
+	// Home is the data of the answer to HomeQuery, and Cards the home
+	// extensions it draws with their starts (the home).
+	Home  json.RawMessage
+	Cards []Card
+	// Instances is the data of the answer to InstancesQuery (every view
+	// but the home, whose HomeQuery holds it).
+	Instances json.RawMessage
 }
 
 // Card is a home extension of an Instance the home draws, with the answer to
@@ -138,35 +139,79 @@ type Card struct {
 	Preload    *Preload `json:"preload"`
 }
 
-// shellConfig is what the shell needs to open the home and screens in the
-// page: the page's GraphQL endpoint, the queries, and, on the home, the
-// answer to HomeQuery and the cards' starts.
-func shellConfig(home json.RawMessage, cards []Card) map[string]any {
-	c := map[string]any{"graphql": ListGraphQLPattern, "start_query": StartQuery, "home_query": HomeQuery, "response_fields": ResponseFields}
-	if home != nil {
-		c["home"] = home
-		c["cards"] = cards
+// ServePage writes the shell's page of a view.
+func ServePage(w http.ResponseWriter, r *http.Request, v Viewer, view View) {
+	debug := Inspector(r, v)
+	bundle := map[string]any{
+		"view":      view.Kind,
+		"viewer":    map[string]any{"name": v.Name, "admin": v.Admin},
+		"icon_font": true,
+		// The admin's debug view: the inspector, the event log, the
+		// preview's strip and the codes of errors.
+		"inspector": debug,
+		"debug":     debug,
+		// The page API that reads state, data, context and events is an
+		// admin's (runtime.js).
+		"debug_api": v.Admin,
+		"shell": map[string]any{"graphql": ListGraphQLPattern, "start_query": StartQuery, "home_query": HomeQuery, "instances_query": InstancesQuery,
+			"settings_query": SettingsQuery, "response_fields": ResponseFields},
 	}
-	return c
+	title := "pluginhost"
+	switch view.Kind {
+	case ViewHome:
+		title = "Your plugins · pluginhost"
+		if view.Home != nil {
+			bundle["home"] = view.Home
+			bundle["cards"] = view.Cards
+		}
+	case ViewScreen:
+		bundle["live"] = map[string]any{
+			"instance_id": view.InstanceID,
+			"extension":   view.Extension,
+			"graphql":     endpoint(view.InstanceID, "graphql"),
+			"images":      endpoint(view.InstanceID, "ui-images:fetch"),
+			"route":       routeParams(r),
+			"start_query": StartQuery,
+			"preload":     view.Preload,
+		}
+	case ViewSettings:
+		title = "Settings · pluginhost"
+		bundle["instance_id"] = view.InstanceID
+		bundle["preload"] = view.Preload
+	case ViewDashboard:
+		title = "Storage dashboard · pluginhost"
+	}
+	if view.Instances != nil {
+		bundle["instances"] = view.Instances
+	}
+	raw, err := json.Marshal(bundle)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	page := assets.Page{
+		Title:     title,
+		BodyClass: "ph-webhost",
+		NoScript:  "pluginhost needs JavaScript: turn it on for this site.",
+		Entry:     "shell.js",
+		Assets:    AssetsPath,
+		Bundle:    raw,
+		Theme:     themeOf(r),
+	}
+	write(w, page.Bytes())
 }
 
-// ServeHome writes the home: home, when not nil, is the data of the answer
-// to HomeQuery, and cards the home extensions it lists with their starts.
-func ServeHome(w http.ResponseWriter, r *http.Request, v Viewer, home json.RawMessage, cards []Card) {
-	serveShell(w, v, "pluginhost", false, shellConfig(home, cards), nil)
-}
+// ThemeCookie keeps the theme a person picked in the account menu (light or
+// dark; none: the device's), so that the page is drawn in it from the
+// first paint. The page's script writes it (prefs.js).
+const ThemeCookie = "pluginhost_theme"
 
-// nav is the web host's navigation bar: back to the list, the bell, who is
-// signed in, and signing out.
-func nav(v Viewer) string {
-	return "<nav class=\"ph-app-nav\"><a href=\"/app\" data-ph-home-link=\"1\">Home</a><span class=\"ph-nav-end\">" +
-		"<span id=\"ph-bell\" class=\"ph-bell-slot\"></span>" + signOutForm(v) + "</span></nav>\n"
-}
-
-// signOutForm says who is signed in, with the sign-out button.
-func signOutForm(v Viewer) string {
-	return "<form class=\"ph-signout\" method=\"post\" action=\"/app/logout\"><span class=\"ph-who\">" + html.EscapeString(v.Name) +
-		"</span> <button type=\"submit\">Sign out</button></form>"
+// themeOf is the theme a request's browser picked: "light", "dark" or "".
+func themeOf(r *http.Request) string {
+	if c, err := r.Cookie(ThemeCookie); err == nil && (c.Value == "light" || c.Value == "dark") {
+		return c.Value
+	}
+	return ""
 }
 
 // routeParams are the first screen's context.route values: the query

@@ -39,7 +39,7 @@ func TestServeScreen(t *testing.T) {
 			r := httptest.NewRequest("GET", "/app/x/main"+tc.query, nil)
 			w := httptest.NewRecorder()
 			hostile := `</script><script>alert(1)</script>`
-			ServeScreen(w, r, tc.viewer, hostile, "main", &Preload{Status: 200, Body: json.RawMessage(`{"data":{"note":"` + hostile + `"}}`)})
+			ServePage(w, r, tc.viewer, View{Kind: ViewScreen, InstanceID: hostile, Extension: "main", Preload: &Preload{Status: 200, Body: json.RawMessage(`{"data":{"note":"` + hostile + `"}}`)}})
 			body := w.Body.String()
 			if got := w.Header().Get("Content-Security-Policy"); got != CSP || !strings.Contains(got, "connect-src 'self'") || !strings.Contains(got, "img-src data: blob:") {
 				t.Fatalf("CSP %q", got)
@@ -92,15 +92,50 @@ func TestServeScreen(t *testing.T) {
 	}
 }
 
-// The home names the viewer as text, never as markup.
-func TestServeHome(t *testing.T) {
-	w := httptest.NewRecorder()
-	ServeHome(w, httptest.NewRequest("GET", "/app", nil), Viewer{Name: "<b>al</b>"}, nil, nil)
-	if strings.Contains(w.Body.String(), "<b>al</b>") || !strings.Contains(w.Body.String(), "&lt;b&gt;al&lt;/b&gt;") {
-		t.Fatal("the user name is not escaped")
-	}
-	if w.Header().Get("Content-Security-Policy") != CSP {
-		t.Fatal("no CSP")
+// Every view is the same shell: the viewer, and a hostile name, are data
+// in the bundle, never markup; the theme a person picked is the page's
+// from the first paint; the page holds no markup of the app.
+func TestServePage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		view   View
+		cookie string
+		theme  string
+	}{
+		{"home", View{Kind: ViewHome}, "", ""},
+		{"settings in dark", View{Kind: ViewSettings, InstanceID: "i1"}, "dark", ` data-theme="dark"`},
+		{"dashboard in light", View{Kind: ViewDashboard}, "light", ` data-theme="light"`},
+		{"a theme that is none", View{Kind: ViewHome}, "<b>", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			r := httptest.NewRequest("GET", "/app", nil)
+			if tc.cookie != "" {
+				r.AddCookie(&http.Cookie{Name: ThemeCookie, Value: tc.cookie})
+			}
+			ServePage(w, r, Viewer{Name: "<b>al</b>"}, tc.view)
+			body := w.Body.String()
+			if strings.Contains(body, "<b>al</b>") || !strings.Contains(body, `\u003cb\u003eal\u003c/b\u003e`) {
+				t.Fatal("the user name is not data in the bundle")
+			}
+			if !strings.Contains(body, "<html lang=\"en\""+tc.theme+">") {
+				t.Fatalf("the html element is not themed %q:\n%s", tc.theme, body[:200])
+			}
+			if w.Header().Get("Content-Security-Policy") != CSP {
+				t.Fatal("no CSP")
+			}
+			m := bundleBlock.FindStringSubmatch(body)
+			var b struct {
+				View   string
+				Viewer struct {
+					Name  string
+					Admin bool
+				}
+			}
+			if m == nil || json.Unmarshal([]byte(m[1]), &b) != nil || b.View != tc.view.Kind || b.Viewer.Name != "<b>al</b>" {
+				t.Fatalf("bundle %+v", b)
+			}
+		})
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +42,8 @@ type Browser struct {
 	errs    map[string][]string // session → uncaught exceptions
 	reqs    map[string][]string // session → URLs requested, once RecordRequests ran
 	posts   map[string][]Post   // session → POST requests with their bodies, once RecordRequests ran
+	urls    map[string]string   // session/request id → URL, once RecordRequests ran
+	moved   map[string][]Transfer
 	done    chan struct{}
 }
 
@@ -93,7 +96,8 @@ func startBrowser(path string) (*Browser, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	b := &Browser{cmd: cmd, dir: dir, pending: map[int64]chan cdpReply{}, errs: map[string][]string{}, reqs: map[string][]string{}, posts: map[string][]Post{}, done: make(chan struct{})}
+	b := &Browser{cmd: cmd, dir: dir, pending: map[int64]chan cdpReply{}, errs: map[string][]string{}, reqs: map[string][]string{}, posts: map[string][]Post{},
+		urls: map[string]string{}, moved: map[string][]Transfer{}, done: make(chan struct{})}
 	// Chromium writes its port and browser path to DevToolsActivePort.
 	var wsURL string
 	b.proxy = proxy
@@ -165,7 +169,8 @@ func (b *Browser) read() {
 			}
 		} else if msg.Method == "Network.requestWillBeSent" || msg.Method == "Network.webSocketCreated" {
 			var p struct {
-				Request struct {
+				RequestID string `json:"requestId"`
+				Request   struct {
 					Method   string `json:"method"`
 					URL      string `json:"url"`
 					PostData string `json:"postData"`
@@ -174,6 +179,7 @@ func (b *Browser) read() {
 			}
 			json.Unmarshal(msg.Params, &p)
 			if _, ok := b.reqs[msg.SessionID]; ok {
+				b.urls[msg.SessionID+"/"+p.RequestID] = p.Request.URL
 				if p.URL != "" {
 					b.reqs[msg.SessionID] = append(b.reqs[msg.SessionID], "WS "+p.URL)
 				} else {
@@ -182,6 +188,15 @@ func (b *Browser) read() {
 						b.posts[msg.SessionID] = append(b.posts[msg.SessionID], Post{URL: p.Request.URL, Body: p.Request.PostData})
 					}
 				}
+			}
+		} else if msg.Method == "Network.loadingFinished" {
+			var p struct {
+				RequestID         string  `json:"requestId"`
+				EncodedDataLength float64 `json:"encodedDataLength"`
+			}
+			json.Unmarshal(msg.Params, &p)
+			if u, ok := b.urls[msg.SessionID+"/"+p.RequestID]; ok {
+				b.moved[msg.SessionID] = append(b.moved[msg.SessionID], Transfer{URL: u, Bytes: int64(p.EncodedDataLength)})
 			}
 		} else if msg.Method == "Runtime.exceptionThrown" {
 			var p struct {
@@ -299,6 +314,13 @@ func (p *Page) close() {
 	errs := p.b.errs[p.session]
 	delete(p.b.errs, p.session)
 	delete(p.b.reqs, p.session)
+	delete(p.b.posts, p.session)
+	delete(p.b.moved, p.session)
+	for k := range p.b.urls {
+		if strings.HasPrefix(k, p.session+"/") {
+			delete(p.b.urls, k)
+		}
+	}
 	p.b.mu.Unlock()
 	for _, e := range errs {
 		p.t.Errorf("uncaught exception in the page: %s", e)
@@ -457,6 +479,53 @@ func (p *Page) Requests() []string {
 	p.b.mu.Lock()
 	defer p.b.mu.Unlock()
 	return append([]string(nil), p.b.reqs[p.session]...)
+}
+
+// Transfer is a response the page received: its URL and the bytes that
+// came over the network for it (headers and the body as sent, compressed).
+type Transfer struct {
+	URL   string
+	Bytes int64
+}
+
+// Transferred returns the responses received since RecordRequests, in the
+// order they finished.
+func (p *Page) Transferred() []Transfer {
+	p.b.mu.Lock()
+	defer p.b.mu.Unlock()
+	return append([]Transfer(nil), p.b.moved[p.session]...)
+}
+
+// keys are the keys Press knows: DOM key, code, key code and the text the
+// key types.
+var keys = map[string]struct {
+	code string
+	kc   int
+	text string
+}{
+	"Tab": {"Tab", 9, ""}, "Enter": {"Enter", 13, "\r"}, "Escape": {"Escape", 27, ""}, " ": {"Space", 32, " "},
+	"ArrowDown": {"ArrowDown", 40, ""}, "ArrowUp": {"ArrowUp", 38, ""}, "ArrowLeft": {"ArrowLeft", 37, ""}, "ArrowRight": {"ArrowRight", 39, ""},
+}
+
+// Press presses and releases a key (Tab, Enter, Escape, " ", the arrows)
+// as a keyboard does, with Shift when shift.
+func (p *Page) Press(key string, shift bool) {
+	p.t.Helper()
+	k, ok := keys[key]
+	if !ok {
+		p.t.Fatalf("press: no key %q", key)
+	}
+	mod := 0
+	if shift {
+		mod = 8
+	}
+	down := map[string]any{"type": "keyDown", "key": key, "code": k.code, "windowsVirtualKeyCode": k.kc, "nativeVirtualKeyCode": k.kc, "modifiers": mod}
+	if k.text != "" {
+		down["text"] = k.text
+		down["unmodifiedText"] = k.text
+	}
+	p.Do("Input.dispatchKeyEvent", down)
+	p.Do("Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": key, "code": k.code, "windowsVirtualKeyCode": k.kc, "nativeVirtualKeyCode": k.kc, "modifiers": mod})
 }
 
 // T returns the test of the page.

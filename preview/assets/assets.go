@@ -2,14 +2,19 @@
 // pages that use it: the preview (package preview, against fixtures) and the
 // web host (package webhost, live against the server).
 //
-// The runtime's sources are ES modules: core.js holds the rules shared with
-// the Go side, hostcache.js the host cache and its refresh rules, vdom.js and
-// theme.js what the runtime draws with, runtime.js the runtime itself (one
-// surface), and each host implements the runtime's host interface:
-// fixtures.js for the preview, live.js for the web host, with the web host's
-// notification bell (bell.js) and its shell (shell.js, the page of every
-// surface). preview-main.js and shell.js are the pages' entries; a page runs
-// the bundle of its entry (Bundle). preview.css styles both pages.
+// The runtime's sources are ES modules, each with one job: core.js holds
+// the rules shared with the Go side, hostcache.js the host cache and its
+// refresh rules, vdom.js and theme.js what the runtime draws with, words.js
+// what the web host says to a person (errors in words, names), runtime.js
+// the runtime itself (one surface), and each host implements the runtime's
+// host interface: fixtures.js for the preview, live.js for the web host.
+// The web host's app shell is shell.js (its entry), with router.js (its
+// addresses), prefs.js (the theme a person picks), ui.js (its widgets), and
+// its views home.js, settings.js, dashboard.js and bell.js.
+// preview-main.js and shell.js are the pages' entries; a page runs the
+// bundle of its entry (Bundle). preview.css styles the runtime's nodes on
+// both pages, webhost.css the web host's shell (static.go serves both as
+// app.css).
 package assets
 
 import (
@@ -17,7 +22,7 @@ import (
 	"strings"
 )
 
-//go:embed core.js hostcache.js vdom.js theme.js runtime.js fixtures.js live.js bell.js shell.js preview-main.js preview.css webhost.css fonts/icons.txt fonts/material-symbols-outlined.woff2 fonts/material-symbols-subset.woff2
+//go:embed core.js hostcache.js vdom.js theme.js words.js router.js ui.js prefs.js runtime.js fixtures.js live.js bell.js home.js settings.js dashboard.js shell.js preview-main.js preview.css webhost.css fonts/icons.txt fonts/material-symbols-outlined.woff2 fonts/material-symbols-subset.woff2
 var files embed.FS
 
 // Text returns the embedded file name (such as "runtime.js"). It panics on

@@ -1,84 +1,57 @@
-// bell.js: the web host's notification bell, in the page's navigation bar
-// (#ph-bell). live.js hands it the viewer's notifications (list, markRead,
-// run, watch); the bell shows the unread count, live, and a list whose
-// actions run on the user's word: host actions (the open screen re-reads
-// its storage on the change they make), open (the extension's page), invoke
-// (the capability's summary is shown).
-export function bell(api) {
-  var slot = document.getElementById('ph-bell');
-  if (!slot) return;
-  var state = { unread: 0, list: [], open: false, notes: {} };
+// bell.js: the web host's notification bell, in the shell's top app bar.
+// live.js hands it the viewer's notifications (list, markRead, run,
+// watch); the bell shows the unread count, live, and a list whose actions
+// run on the person's word: host actions (the open screen re-reads its
+// storage on the change they make), open (the extension, in the page),
+// invoke (the capability's summary is shown). Each notification names the
+// plugin and Instance that sent it (names), never their ids. The list is a
+// popover: Escape and a click outside close it.
+import { el, icon, popover } from './ui.js';
+import * as words from './words.js';
+
+// bell draws the bell into slot. names(instanceId) names an Instance
+// ("Notes · Work"); open(instanceId, extension, parameters) opens a screen.
+export function bell(slot, api, names, open) {
+  var state = { unread: 0, list: [], notes: {}, error: null };
   var loading = null;
 
-  function el(tag, attrs, children) {
-    var e = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (k) {
-      if (k === 'text') e.textContent = attrs[k];
-      else if (k === 'onclick') e.addEventListener('click', attrs[k]);
-      else e.setAttribute(k, attrs[k]);
-    });
-    (children || []).forEach(function (c) { if (c) e.appendChild(c); });
-    return e;
-  }
-  function icon() {
-    var ns = 'http://www.w3.org/2000/svg';
-    var svg = document.createElementNS(ns, 'svg');
-    svg.setAttribute('viewBox', '0 0 24 24');
-    svg.setAttribute('aria-hidden', 'true');
-    var path = document.createElementNS(ns, 'path');
-    path.setAttribute('d', 'M12 22a2 2 0 0 0 2-2h-4a2 2 0 0 0 2 2zm6-6V11c0-3.07-1.64-5.64-4.5-6.32V4a1.5 1.5 0 0 0-3 0v.68C7.63 5.36 6 7.92 6 11v5l-2 2v1h16v-1l-2-2z');
-    svg.appendChild(path);
-    return svg;
-  }
-
-  var count = el('span', { 'class': 'ph-bell-count', 'data-ph-unread': '0', hidden: '' });
-  var button = el('button', { type: 'button', 'class': 'ph-bell', 'aria-haspopup': 'true', 'aria-expanded': 'false', 'aria-label': 'Notifications' }, [icon(), count]);
-  var panel = el('div', { 'class': 'ph-bell-panel', role: 'region', 'aria-label': 'Notifications', hidden: '' });
+  var count = el('span', { 'class': 'ph-bell-count', 'data-ph-unread': '0', 'aria-hidden': 'true', hidden: true });
+  var button = el('button', { type: 'button', 'class': 'ph-icon-btn ph-bell', 'aria-haspopup': 'dialog', 'aria-label': 'Notifications' }, [icon('notifications'), count]);
+  var panel = el('div', { 'class': 'ph-popover ph-bell-panel', role: 'dialog', 'aria-label': 'Notifications' });
   slot.appendChild(button);
   slot.appendChild(panel);
-  button.addEventListener('click', function () {
-    state.open = !state.open;
-    button.setAttribute('aria-expanded', String(state.open));
-    if (state.open) panel.removeAttribute('hidden'); else panel.setAttribute('hidden', '');
-    if (state.open) load();
-  });
-
-  function when(iso) {
-    var t = Date.parse(iso);
-    if (isNaN(t)) return '';
-    var s = Math.max(0, Math.round((Date.now() - t) / 1000));
-    if (s < 60) return 'just now';
-    if (s < 3600) return Math.round(s / 60) + ' min ago';
-    if (s < 86400) return Math.round(s / 3600) + ' h ago';
-    return new Date(t).toLocaleDateString();
-  }
+  var pop = popover(button, panel, function () { load(); });
 
   function render() {
     count.textContent = state.unread > 99 ? '99+' : String(state.unread);
     count.setAttribute('data-ph-unread', String(state.unread));
-    if (state.unread > 0) count.removeAttribute('hidden'); else count.setAttribute('hidden', '');
+    count.hidden = state.unread === 0;
     button.setAttribute('aria-label', 'Notifications, ' + state.unread + ' unread');
+    var focused = panel.contains(document.activeElement) ? document.activeElement.getAttribute('data-ph-focus-key') : null;
     panel.textContent = '';
-    var head = el('div', { 'class': 'ph-bell-head' }, [el('strong', { text: 'Notifications' })]);
+    var head = el('div', { 'class': 'ph-bell-head' }, [el('h2', { 'class': 'ph-popover-title', text: 'Notifications' })]);
     var unread = state.list.filter(function (n) { return !n.read; }).map(function (n) { return n.id; });
     if (unread.length) {
-      head.appendChild(el('button', { type: 'button', 'class': 'ph-bell-all', 'data-ph-mark-all': '1', text: 'Mark all read', onclick: function () {
+      head.appendChild(el('button', { type: 'button', 'class': 'ph-btn ph-btn-text', 'data-ph-mark-all': '1', 'data-ph-focus-key': 'all', text: 'Mark all read', onclick: function () {
         api.markRead(unread).then(load);
       } }));
     }
     panel.appendChild(head);
-    if (state.error) panel.appendChild(el('p', { 'class': 'ph-bell-error', text: state.error }));
-    if (!state.list.length && !state.error) panel.appendChild(el('p', { 'class': 'ph-bell-empty', text: 'Nothing new.' }));
+    if (state.error) panel.appendChild(el('p', { 'class': 'ph-bell-error', role: 'alert', text: state.error }));
+    if (!state.list.length && !state.error) {
+      panel.appendChild(el('div', { 'class': 'ph-bell-empty' }, [icon('notifications_off'), el('p', { text: 'No notifications yet. Plugins you allow to notify you will show theirs here.' })]));
+    }
     var ul = el('ul', { 'class': 'ph-bell-list' });
     state.list.forEach(function (n) {
       var li = el('li', { 'class': 'ph-bell-item ph-sev-' + n.severity + (n.read ? '' : ' ph-unread'), 'data-ph-notification': n.id }, [
         el('div', { 'class': 'ph-bell-title', text: n.title }),
         n.body ? el('div', { 'class': 'ph-bell-body', text: n.body }) : null,
-        el('div', { 'class': 'ph-bell-meta', text: n.pluginId + ' · ' + when(n.createdAt) })
+        el('div', { 'class': 'ph-bell-meta', text: (names(n.instanceId) || 'A plugin') + ' · ' + words.when(n.createdAt, Date.now()) + (n.read ? '' : ' · unread') })
       ]);
       if (n.actions.length) {
         li.appendChild(el('div', { 'class': 'ph-bell-actions' }, n.actions.map(function (a) {
-          return el('button', { type: 'button', 'data-ph-notification-action': n.id + '/' + a.id, text: a.label, onclick: function (ev) { take(n, a, ev.target); } });
+          return el('button', { type: 'button', 'class': 'ph-btn ph-btn-tonal', 'data-ph-notification-action': n.id + '/' + a.id, 'data-ph-focus-key': n.id + '/' + a.id, text: a.label,
+            onclick: function (ev) { take(n, a, ev.currentTarget); } });
         })));
       }
       var note = state.notes[n.id];
@@ -86,16 +59,22 @@ export function bell(api) {
       ul.appendChild(li);
     });
     panel.appendChild(ul);
+    // The focus stays where it was across a redraw.
+    if (focused) {
+      var again = panel.querySelector('[data-ph-focus-key="' + focused + '"]');
+      if (again) again.focus();
+    }
   }
 
   function take(n, a, btn) {
     btn.disabled = true;
     api.run(n.id, a.id).then(function (r) {
       if (r.error) {
-        state.notes[n.id] = { error: true, text: r.error.code === 'PLUGIN_STORAGE_CONFLICT' ? 'This can no longer be done: ' + r.error.message : r.error.message || r.error.code };
+        state.notes[n.id] = { error: true, text: r.error.code === 'PLUGIN_STORAGE_CONFLICT' ? 'This can no longer be done: the plugin was updated since.' : words.problem(r.error).text };
       } else if (r.type === 'open') {
-        var q = Object.keys(r.parameters || {}).map(function (k) { return encodeURIComponent(k) + '=' + encodeURIComponent(String(r.parameters[k])); }).join('&');
-        location.href = '/app/' + encodeURIComponent(r.instanceId) + '/' + encodeURIComponent(r.extension) + (q ? '?' + q : '');
+        pop.close();
+        open(r.instanceId, r.extension, r.parameters || {});
+        load();
         return;
       } else {
         state.notes[n.id] = { text: (r.result && r.result.summary) || 'Done.' };
@@ -111,7 +90,7 @@ export function bell(api) {
     if (loading) { again = true; return loading; }
     loading = api.list().then(function (r) {
       loading = null;
-      if (r.error) state.error = 'Notifications cannot be read: ' + (r.error.message || r.error.code);
+      if (r.error) state.error = 'Your notifications cannot be read now. ' + words.problem(r.error).text;
       else { state.error = null; state.unread = r.unread; state.list = r.notifications; }
       render();
       if (again) { again = false; load(); }
@@ -123,4 +102,5 @@ export function bell(api) {
   api.watch(function () { load(); });
   render();
   load();
+  return { close: pop.close };
 }

@@ -13,10 +13,11 @@
 // credentials the browser already sent for the page (the session cookie,
 // HTTP Basic with the token as the password, or the header the browser was
 // given). Nothing here reads, stores or logs a token.
+import * as words from './words.js';
 
 function errorOf(x, message) {
   var err = { code: (x && x.code) || 'ERROR', message: message || '' };
-  ['reason', 'exitCode', 'problems'].forEach(function (k) { if (x && x[k] !== undefined) err[k] = x[k]; });
+  ['reason', 'exitCode', 'problems', 'connection'].forEach(function (k) { if (x && x[k] !== undefined) err[k] = x[k]; });
   return err;
 }
 
@@ -37,10 +38,13 @@ var notificationFields = 'id instanceId pluginId title body severity read create
 // subscription: handler({type: 'change', change}) for each event (a
 // snapshot first, also to a surface that joins later), {type: 'ended'}
 // when the server ends it, {type: 'closed'} when the socket drops; it
-// returns the function that leaves it.
+// returns the function that leaves it. onStatus(fn) hears the socket go
+// 'live' and 'down'.
 export function Connection(graphql) {
-  var socket = null, acked = false, tries = 0, seq = 0;
+  var socket = null, acked = false, tries = 0, seq = 0, everLive = false;
   var subs = {};
+  var statusFns = [];
+  function status(s) { statusFns.forEach(function (fn) { fn(s); }); }
   var onNotification = function () {};
   var onResponse = null, responseFields = '';
 
@@ -87,8 +91,11 @@ export function Connection(graphql) {
         Object.keys(subs).forEach(function (k) { subscribeMessage(k, subs[k]); });
         send({ id: 'n', type: 'subscribe', payload: { query: 'subscription { notificationAdded { ' + notificationFields + ' } }' } });
         if (onResponse) subscribeResponses();
-        // Whatever came while the socket was away: the bell reads again.
-        onNotification(null);
+        // Whatever came while the socket was away: the bell reads again
+        // (not on the first connection: the bell has just read).
+        if (everLive) onNotification(null);
+        everLive = true;
+        status('live');
         return;
       }
       if (m.type === 'ping') { ws.send(JSON.stringify({ type: 'pong' })); return; }
@@ -122,6 +129,7 @@ export function Connection(graphql) {
       socket = null;
       acked = false;
       Object.keys(subs).forEach(function (k) { subs[k].snapshot = null; tell(subs[k], { type: 'closed' }); });
+      status('down');
       tries++;
       setTimeout(connect, Math.min(30000, 500 * Math.pow(2, Math.min(tries, 6))));
     };
@@ -171,16 +179,25 @@ export function Connection(graphql) {
   // watchResponses hears each response UI rendered for the viewer from
   // now on (fields: the RenderedResponse fields to ask for).
   function watchResponses(fields, fn) {
+    var was = onResponse;
     onResponse = fn;
     responseFields = fields;
-    subscribeResponses();
+    if (!was) subscribeResponses();
     connect();
   }
+
+  // A browser that comes back online tries at once.
+  window.addEventListener('online', function () {
+    if (!socket) { tries = 0; connect(); }
+  });
 
   return {
     gql: gql, subscribe: subscribe, notifications: notifications, watchResponses: watchResponses,
     // connected reports whether the socket is open and acknowledged.
-    connected: function () { return acked; }
+    connected: function () { return acked; },
+    onStatus: function (fn) { statusFns.push(fn); },
+    // open connects the socket (for a page that subscribes to nothing).
+    open: connect
   };
 }
 
@@ -205,11 +222,11 @@ export function liveHost(conn, env) {
   // blockedOf says why an Instance cannot be shown, or null.
   function blockedOf(r) {
     if (r.error) {
-      if (r.error.code === 'PLUGIN_STORAGE_PERMISSION_DENIED' || r.error.code === 'FORBIDDEN') return { blocked: 'denied', error: { code: r.error.code, message: 'This Instance is disabled, or it is not yours: ' + r.error.message } };
-      return { blocked: 'unavailable', error: { code: r.error.code, message: 'The plugin cannot be loaded: ' + r.error.code + (r.error.message ? ' – ' + r.error.message : '') } };
+      if (r.error.code === 'PLUGIN_STORAGE_PERMISSION_DENIED' || r.error.code === 'FORBIDDEN') return { blocked: 'denied', title: 'This is not one of your plugins', error: { code: r.error.code, message: 'The Instance this link opens is someone else\'s, or it was deleted.' } };
+      return { blocked: 'unavailable', title: 'The plugin cannot be loaded', error: { code: r.error.code, message: words.problem(r.error).text } };
     }
     var inst = r.data.instance;
-    if (!inst) return { blocked: 'not_found', error: { code: 'NOT_FOUND', message: 'There is no Instance ' + instanceID + ' among yours.' } };
+    if (!inst) return { blocked: 'not_found', title: 'This is not one of your plugins', error: { code: 'NOT_FOUND', message: 'The Instance this link opens is someone else\'s, or it was deleted.' } };
     if (!inst.enabled) return { blocked: 'disabled', title: 'This Instance is disabled', error: { code: 'DISABLED', message: 'Its data is kept, but nothing can be read or written until it is enabled again.' } };
     return null;
   }
@@ -219,8 +236,8 @@ export function liveHost(conn, env) {
   var startQuery = live.start_query;
 
   function noExtension(instl) {
-    var ids = instl.extensions.filter(function (e) { return e.point === 'screen' || e.point === 'home'; }).map(function (e) { return e.id; });
-    return { blocked: 'no_extension', error: { code: 'BAD_USER_INPUT', message: 'The plugin ' + instl.name + ' has no screen or home extension ' + JSON.stringify(live.extension) + '; it has ' + (ids.join(', ') || 'none') + '.' } };
+    var names = instl.extensions.filter(function (e) { return e.point === 'screen' || e.point === 'home'; }).map(function (e) { return words.idWords(e.id); });
+    return { blocked: 'no_extension', title: instl.name + ' has no such screen', error: { code: 'BAD_USER_INPUT', message: 'It may have been removed in an update. Its screens: ' + (names.join(', ') || 'none') + '.' } };
   }
 
   // load reads, in one request, the Instance, its package's extensions with
@@ -254,7 +271,7 @@ export function liveHost(conn, env) {
       }
       // A hidden extension is reached only by the plugin's own navigate.
       if (exts.some(function (e) { return e.id === live.extension && e.placement === 'hidden'; })) {
-        return { blocked: 'hidden', title: 'This screen opens from within the plugin', error: { code: 'HIDDEN', message: 'The plugin ' + instl.name + ' shows ' + JSON.stringify(live.extension) + ' only from its own screens; open one of them instead.' } };
+        return { blocked: 'hidden', title: 'This screen opens from within the plugin', error: { code: 'HIDDEN', message: instl.name + ' shows it only from its own screens; open one of them instead.' } };
       }
       persistedState = {};
       persistedState[start.extension] = start.persistedState || {};
@@ -272,7 +289,8 @@ export function liveHost(conn, env) {
           permissions: { storage: true, ai_storage: !!instl.aiStorageConsent, network: !!grants.network },
           connections: cs.connections,
           connected: cs.connected,
-          connection_kinds: cs.kinds
+          connection_kinds: cs.kinds,
+          connection_state: cs.state
         },
         route: live.route || {},
         state: null,
@@ -357,18 +375,19 @@ export function liveHost(conn, env) {
   }
 
   // connectionsOf is what bindings see of each connection (never its
-  // secret), whether all are connected, and each one's kind, for the
-  // host's own connect banners.
+  // secret), whether all are connected, each one's kind and whether its
+  // provider refused it (state), for the host's own connect banners.
   function connectionsOf(list) {
-    var out = { connections: {}, connected: true, kinds: {} };
+    var out = { connections: {}, connected: true, kinds: {}, state: {} };
     (list || []).forEach(function (c) {
       out.connections[c.id] = { connected: c.connected, label: c.label, account: c.account || null };
       out.kinds[c.id] = c.kind;
+      out.state[c.id] = { refused: c.refusedStatus || null, refusedAt: c.refusedAt || null };
       out.connected = out.connected && c.connected;
     });
     return out;
   }
-  var connectionsQuery = 'query($i: ID!) { instance(id: $i) { connections { id: manifestId label kind connected account } } }';
+  var connectionsQuery = 'query($i: ID!) { instance(id: $i) { connections { id: manifestId label kind connected account refusedStatus refusedAt } } }';
 
   // connections reads the Instance's connections again.
   function connections() {
@@ -389,6 +408,17 @@ export function liveHost(conn, env) {
   function startOAuth(id) {
     return gql('mutation($i: ID!, $c: String!) { startOAuth(instanceId: $i, connection: $c) { authorizationUrl } }', { i: instanceID, c: id })
       .then(function (r) { return r.error ? { error: r.error } : { url: r.data.startOAuth.authorizationUrl }; });
+  }
+
+  // grant gives the Instance a permission (network) the plugin requests.
+  function grant(permission) {
+    return gql('mutation($i: ID!, $p: String!) { setInstanceGrant(instanceId: $i, permission: $p, granted: true) { grants installation { permissions aiStorageConsent } } }', { i: instanceID, p: permission })
+      .then(function (r) {
+        if (r.error) return { error: r.error };
+        var g = {};
+        r.data.setInstanceGrant.grants.forEach(function (x) { g[x] = true; });
+        return { permissions: { storage: true, ai_storage: !!r.data.setInstanceGrant.installation.aiStorageConsent, network: !!g.network } };
+      });
   }
 
   function disconnect(id) {
@@ -493,6 +523,8 @@ export function liveHost(conn, env) {
     connectKey: connectKey,
     startOAuth: startOAuth,
     disconnect: disconnect,
+    connections: connections,
+    grant: grant,
     watch: function (l) {
       listener = l;
       if (loaded) join();

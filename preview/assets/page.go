@@ -17,7 +17,6 @@ type Page struct {
 	CSP       string // when not empty, a Content-Security-Policy meta element; written as is
 	Generator string // when not empty, a generator meta element
 	BodyClass string // when not empty, the body element's class
-	Nav       string // HTML before the app element
 	NoScript  string // what the page says without JavaScript
 	// Entry is the module the page starts from: "preview-main.js" (the
 	// preview) or "shell.js" (the web host's home and screens, in one page;
@@ -30,6 +29,10 @@ type Page struct {
 	// and has no inline script or style. Empty: a standalone page that
 	// holds everything.
 	Assets string
+	// Theme, when not empty, is the theme the person picked ("light",
+	// "dark"): the html element's data-theme, so that the page is drawn in
+	// it from the first paint. Empty: the device's.
+	Theme string
 }
 
 // static holds the parts that are the same on every page: the catalog block
@@ -80,7 +83,6 @@ func (p *Page) Bytes() []byte {
 		out.WriteString("<body>\n")
 	}
 	out.WriteString("<script>window.pluginhostStart = performance.now();</script>\n")
-	out.WriteString(p.Nav)
 	out.WriteString("<div id=\"ph-app\" class=\"ph-app\"><noscript>" + html.EscapeString(p.NoScript) + "</noscript></div>\n")
 	out.WriteString(s.catalog)
 	out.WriteString(`<script type="application/json" id="ph-bundle">`)
@@ -97,7 +99,11 @@ func (p *Page) Bytes() []byte {
 func (p *Page) linked() []byte {
 	var out bytes.Buffer
 	out.Grow(len(p.Bundle) + 2048)
-	out.WriteString("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
+	out.WriteString("<!doctype html>\n<html lang=\"en\"")
+	if p.Theme == "light" || p.Theme == "dark" {
+		out.WriteString(` data-theme="` + p.Theme + `"`)
+	}
+	out.WriteString(">\n<head>\n<meta charset=\"utf-8\">\n")
 	out.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
 	out.WriteString("<title>" + html.EscapeString(p.Title) + "</title>\n")
 	out.WriteString(`<link rel="stylesheet" href="` + p.Assets + StaticName("app.css") + "\">\n")
@@ -108,14 +114,13 @@ func (p *Page) linked() []byte {
 	} else {
 		out.WriteString("<body>\n")
 	}
-	out.WriteString(p.Nav)
-	shell := p.Entry == "shell.js"
-	if shell {
-		out.WriteString("<div id=\"ph-shell\" class=\"ph-shell\"><div id=\"ph-home\" class=\"ph-home\" hidden></div>\n")
-	}
-	out.WriteString("<div id=\"ph-app\" class=\"ph-app\"><noscript>" + html.EscapeString(p.NoScript) + "</noscript></div>\n")
-	if shell {
-		out.WriteString("</div>\n")
+	if p.Entry == "shell.js" {
+		// The shell draws itself; until its script runs, the page shows
+		// where the shell's parts will be (app.css styles them).
+		out.WriteString("<div id=\"ph-shell\" class=\"ph-shell\" aria-busy=\"true\"><div class=\"ph-skel-top\"></div><div class=\"ph-skel-nav\"></div>" +
+			"<div class=\"ph-skel-main\"><noscript><p>" + html.EscapeString(p.NoScript) + "</p></noscript></div></div>\n")
+	} else {
+		out.WriteString("<div id=\"ph-app\" class=\"ph-app\"><noscript>" + html.EscapeString(p.NoScript) + "</noscript></div>\n")
 	}
 	out.WriteString(`<script type="application/json" id="ph-bundle">`)
 	ScriptSafe.WriteString(&out, string(p.Bundle))

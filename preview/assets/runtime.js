@@ -29,6 +29,7 @@ import { core } from './core.js';
 import * as hc from './hostcache.js';
 import { h, patch, patchChildren } from './vdom.js';
 import { contrast } from './theme.js';
+import * as words from './words.js';
 
 // Runtime mounts one surface and returns its handle ({api, destroy}).
 // opts.makeHost(env) makes its host; the rest is optional:
@@ -46,6 +47,17 @@ import { contrast } from './theme.js';
 //              configs, and when it shows another extension
 //   api        true: it is window.pluginhostPreview
 //   t0         when the page opened it (performance.now()), for its metrics
+//   stack      the routes to open ([{extension, params, result_state}]),
+//              the last one shown; default: the host's start
+//   history    the page's history, for a screen whose routes are addresses:
+//              push(stack) and replace(stack) after a navigate, back(result)
+//              instead of closing the route itself (the page then calls
+//              setStack with the stack of the entry it went back to)
+//   mode       'light' or 'dark' (default: the host's or light)
+//   onAction   (kind) for what the page does on an error's behalf:
+//              'settings' (the Instance's settings), 'sign_in'
+// The handle's setStack(stack, result) shows the routes of an address
+// (closing, keeping and opening routes), setMode(mode) the theme.
 export function Runtime(opts) {
   // T0, the start of the metrics: when the page opened the surface
   // (opts.t0), else the standalone page's first script, else the
@@ -136,6 +148,7 @@ export function Runtime(opts) {
   var app = {
     mode: 'light',
     connecting: null,
+    checking: null,
     size: 'compact',
     stack: [],
     generation: 0,
@@ -212,7 +225,7 @@ export function Runtime(opts) {
     var w, ht;
     if (bundle.live) {
       w = Math.round(window.innerWidth);
-      ht = Math.max(240, Math.round(window.innerHeight - (frame ? frame.getBoundingClientRect().top + window.scrollY : 0)));
+      ht = Math.round(window.innerHeight);
     } else {
       var s = bundle.screens[app.size];
       w = s[0];
@@ -448,6 +461,10 @@ export function Runtime(opts) {
     var src = (node.props || {}).items_source;
     if (src === undefined) return children(node, path, scope).map(function (c) { return c && wrap(c); });
     var items = propOf(node, 'items_source', scope);
+    // Before its first answer a list shows where its items will be.
+    if ((items === null || items === undefined) && firstLoad(scope.route)) {
+      return [0, 1, 2].map(function (i) { return wrap(h('div', { 'class': 'ph-skeleton ph-skeleton-row', 'aria-hidden': 'true', 'data-ph-skeleton': i })); });
+    }
     if (items === null || items === undefined) return [];
     if (!Array.isArray(items)) {
       warn('binding_type', 'items_source of ' + path + ' read ' + core.text(items) + ', not an array', { path: path });
@@ -464,6 +481,12 @@ export function Runtime(opts) {
       if (c) c.a['data-ph-item'] = i;
       return c && wrap(c);
     });
+  }
+  // firstLoad reports whether a source of the route is loading and has
+  // never answered.
+  function firstLoad(route) {
+    return Object.keys(route.sources).some(function (id) { return route.loading[id] && !route.good[id] && !route.errors[id]; }) ||
+      Object.keys(route.sources).some(function (id) { return route.sources[id].trigger !== 'manual' && !route.good[id] && !route.errors[id] && !route.loadSeq[id]; });
   }
   var axis = { start: 'flex-start', center: 'center', end: 'flex-end', space_between: 'space-between', space_around: 'space-around', space_evenly: 'space-evenly', stretch: 'stretch' };
   function flexBox(dir) {
@@ -552,14 +575,25 @@ export function Runtime(opts) {
     var p = propOf(node, 'padding', scope);
     s += 'padding:' + (p !== undefined ? inset(p) : '12px') + ';';
     var action = (node.props || {}).action;
-    var a = { 'class': 'ph-card ph-card-' + variant, style: s };
-    if (action) {
-      a.role = 'button';
-      a.tabindex = 0;
-      a.on = { click: function (ev) { ev.stopPropagation(); trigger(action, scope, path); } };
-    }
-    return h('div', a, children(node, path, scope));
+    var kids = children(node, path, scope);
+    if (!action) return h('div', { 'class': 'ph-card ph-card-' + variant, style: s }, kids);
+    // A card that acts is a button laid over the card, named by the card's
+    // text, so that the buttons inside it stay buttons of their own (never
+    // one interactive element inside another).
+    var name = str(propOf(node, 'semantics_label', scope)) || textOf(kids).trim().slice(0, 120);
+    return h('div', { 'class': 'ph-card ph-card-' + variant + ' ph-card-action', style: s }, [
+      h('button', { 'class': 'ph-card-hit', type: 'button', 'aria-label': name || 'Open', 'data-ph-card-hit': '1',
+        on: { click: function (ev) { ev.stopPropagation(); trigger(action, scope, path); } } })
+    ].concat(kids));
   };
+  // textOf is the text a description of elements holds.
+  function textOf(v) {
+    if (v === null || v === undefined || v === false) return '';
+    if (typeof v === 'string') return v;
+    if (Array.isArray(v)) return v.map(textOf).join(' ');
+    if (v.a && v.a['aria-hidden']) return '';
+    return textOf(v.k);
+  }
   renderers.section = function (node, path, scope) {
     var route = scope.route;
     var collapsible = propOf(node, 'collapsible', scope);
@@ -595,7 +629,8 @@ export function Runtime(opts) {
   // iconGlyph draws an icon by its Material Symbols name: with the host's
   // icon font (the web host), the font's ligature draws any name; without
   // it (the standalone preview), a glyph of the host's own short list, or
-  // the name's initials.
+  // the name's initials. A screen reader skips it: its meaning is the text
+  // or label beside it, or an icon node's semantics_label.
   var iconFont = !!bundle.icon_font;
   // The web host loads a subset of the font first (window.pluginhostIcons
   // names its icons); any other name is drawn with the whole font, which
@@ -611,13 +646,16 @@ export function Runtime(opts) {
     var s = 'width:' + px + 'px;height:' + px + 'px;';
     if (colorValue) s += 'color:' + colorValue + ';';
     if (iconFont && /^[a-z0-9_]{1,64}$/.test(n)) {
-      return h('span', { 'class': 'ph-icon ph-symbol' + (subsetIcons && !subsetIcons[n] ? ' ph-symbol-full' : '') + (extraClass ? ' ' + extraClass : ''), 'data-icon': n, title: n, role: 'img', 'aria-label': n, style: s + 'font-size:' + px + 'px;' }, n);
+      return h('span', { 'class': 'ph-icon ph-symbol' + (subsetIcons && !subsetIcons[n] ? ' ph-symbol-full' : '') + (extraClass ? ' ' + extraClass : ''), 'data-icon': n, 'aria-hidden': 'true', style: s + 'font-size:' + px + 'px;' }, n);
     }
     var g = glyphs[n] || n.replace(/_/g, ' ').split(' ').map(function (w) { return w[0] || ''; }).join('').slice(0, 2).toUpperCase();
-    return h('span', { 'class': 'ph-icon' + (extraClass ? ' ' + extraClass : ''), 'data-icon': n, title: n, role: 'img', 'aria-label': n, style: s + 'font-size:' + Math.round(px * 0.66) + 'px;' }, g);
+    return h('span', { 'class': 'ph-icon' + (extraClass ? ' ' + extraClass : ''), 'data-icon': n, title: n, 'aria-hidden': 'true', style: s + 'font-size:' + Math.round(px * 0.66) + 'px;' }, g);
   }
   renderers.icon = function (node, path, scope) {
-    return iconGlyph(propOf(node, 'name', scope), propOf(node, 'size', scope), color(propOf(node, 'color', scope)));
+    var v = iconGlyph(propOf(node, 'name', scope), propOf(node, 'size', scope), color(propOf(node, 'color', scope)));
+    // An icon with a semantics_label is an image with that name.
+    if (propOf(node, 'semantics_label', scope)) { delete v.a['aria-hidden']; v.a.role = 'img'; }
+    return v;
   };
 
   // imageFetch records what the host fetches for an image or avatar node and
@@ -886,6 +924,7 @@ export function Runtime(opts) {
         emit('dismiss', { node: path, kind: kind, dismissible: dismissible });
         if (onDismiss) trigger(onDismiss, scope, path);
       }
+      if (dismissible) scope.route.ui.escape = dismiss;
       return h('div', { 'class': 'ph-overlay ph-' + kind + '-overlay' }, [
         h('div', { 'class': 'ph-scrim', on: { click: function () { if (dismissible) dismiss(); } } }),
         h('div', { 'class': 'ph-' + kind, role: 'dialog', 'aria-modal': 'true', 'aria-label': str(title) }, [
@@ -1129,6 +1168,7 @@ export function Runtime(opts) {
     if (r.error) {
       route.errors[id] = r.error;
       emit('source_error', { source: id, capability: decl.capability, error: r.error, kept_previous: !!route.good[id] });
+      connectionProblem(r.error);
       return;
     }
     route.data[id] = { completed: true, summary: r.result.summary, data: r.result.data };
@@ -1137,7 +1177,7 @@ export function Runtime(opts) {
     route.loadedAt[id] = Date.now();
     // first_data_ms: from the first script to the first screen with every
     // source it loads by itself answered.
-    if (app.metrics.first_data_ms === undefined && route === app.stack[0] && Object.keys(route.sources).every(function (s) { return route.sources[s].trigger === 'manual' || route.good[s]; })) {
+    if (app.metrics.first_data_ms === undefined && route === currentRoute() && Object.keys(route.sources).every(function (s) { return route.sources[s].trigger === 'manual' || route.good[s]; })) {
       app.metrics.first_data_ms = Math.round((performance.now() - T0) * 100) / 100;
     }
     var d = { source: id, capability: decl.capability, summary: r.result.summary };
@@ -1308,7 +1348,8 @@ export function Runtime(opts) {
           if (!route.alive) { emit('discarded', { capability: action.capability, reason: 'the screen was closed' }); return false; }
           if (r.error) {
             emit('invoke_result', { capability: action.capability, ok: false, error: r.error });
-            app.notice = { code: r.error.code, text: action.capability + ' failed: ' + errorText(r.error) };
+            app.notice = { error: r.error, capability: action.capability };
+            connectionProblem(r.error);
             if (action.store) route.errors[action.store] = r.error;
             render();
             return false;
@@ -1409,6 +1450,9 @@ export function Runtime(opts) {
           resultState = old.resultState;
         }
         openRoute(new Route(ext, params, resultState, false));
+        // The address follows: a new entry of the page's history, or the
+        // same one replaced.
+        if (opts.history) opts.history[action.replace ? 'replace' : 'push'](stackOf());
         return Promise.resolve(true);
       }
       case 'back': {
@@ -1432,9 +1476,16 @@ export function Runtime(opts) {
     render();
     startSources(r);
   }
+  // stackOf describes the open routes, as the page's history keeps them.
+  function stackOf() {
+    return app.stack.map(function (r) { return { extension: r.ext.id, params: clone(r.params), result_state: r.resultState }; });
+  }
   // goBack closes the current route and writes its result into the opener's
-  // result_state key (null when the route closed without a result).
+  // result_state key (null when the route closed without a result). In a
+  // page whose routes are addresses, the page's history goes back, and the
+  // page closes the route (setStack).
   function goBack(result) {
+    if (opts.history && app.stack.length > 1) { opts.history.back(result); return; }
     if (app.stack.length <= 1) {
       if (opts.onExit) { emit('back_at_root', { reason: 'the first screen has no opener; the page closes it' }); opts.onExit(); return; }
       emit('back_at_root', { reason: 'the first screen has no opener; the host would close the plugin screen' });
@@ -1448,6 +1499,35 @@ export function Runtime(opts) {
     render();
   }
 
+  // setStack shows the routes of an address (after Back, Forward or a
+  // link): the routes it shares with the open ones stay as they are, the
+  // others close, its own open. A route closed by going back one step
+  // writes result into its opener's result_state key (null without one).
+  function setStack(stack, result) {
+    if (!app.stack.length || app.blocked) { pendingStack = stack; return; }
+    var routes = stack.filter(function (r) { return extensions[r.extension]; });
+    if (!routes.length) return;
+    var keep = 0;
+    while (keep < app.stack.length && keep < routes.length && app.stack[keep].ext.id === routes[keep].extension &&
+      core.equal(app.stack[keep].params, routes[keep].params || {})) keep++;
+    var closing = app.stack.slice(keep);
+    if (keep === app.stack.length && keep === routes.length) return;
+    closing.forEach(closeRoute);
+    app.stack = app.stack.slice(0, keep);
+    if (keep > 0 && closing.length === 1 && keep === routes.length && closing[0].resultState) {
+      setStateKey(currentRoute(), closing[0].resultState, result === undefined ? null : result, 'back');
+    }
+    routes.slice(keep).forEach(function (r) {
+      var route = new Route(extensions[r.extension], r.params || {}, r.result_state || null, false);
+      app.stack.push(route);
+      startSources(route);
+    });
+    emit('route_stack', { depth: app.stack.length, extension: currentRoute().ext.id });
+    loaded();
+    render();
+  }
+  var pendingStack = null;
+
   // ---- Screen, app bar and navigation --------------------------------------
 
   function appBar(route, scope) {
@@ -1455,7 +1535,9 @@ export function Runtime(opts) {
     var nav = route.config.navigation;
     var navType = navTypeOf(nav);
     var showBack = app.stack.length > 1;
-    if (!bar && !showBack && navType !== 'drawer') return null;
+    // The web host's screen always has its header: the page's heading.
+    var head = !!bundle.live && surface === 'screen';
+    if (!bar && !showBack && navType !== 'drawer' && !head) return null;
     bar = bar || {};
     var inBar = [], overflow = [];
     var autoRoom = screenInfo().size_class === 'compact' ? 2 : 4;
@@ -1465,24 +1547,25 @@ export function Runtime(opts) {
       else overflow.push(a);
     });
     function actionButton(a, inMenu) {
-      return h('button', { 'class': inMenu ? 'ph-menu-item' : 'ph-icon-button', type: 'button', title: a.label, 'aria-label': a.label, 'data-ph-appbar-action': a.id,
+      return h('button', { 'class': inMenu ? 'ph-menu-item' : 'ph-icon-button', type: 'button', role: inMenu ? 'menuitem' : null, title: a.label, 'aria-label': a.label, 'data-ph-appbar-action': a.id,
         on: { click: function () { route.ui.overflow = false; trigger(a.action, scope, '/app_bar/actions/' + a.id); } } },
       inMenu ? a.label : (a.icon ? iconGlyph(a.icon, 20) : a.label));
     }
-    return h('header', { 'class': 'ph-app-bar' + (bar.pinned ? ' ph-pinned' : ''), 'data-ph-path': '/app_bar' }, [
+    var title = bar.title !== undefined ? str(bindString(bar.title, scope.ctx)) : head ? words.screenLabel(route.ext) : '';
+    return h('header', { 'class': (head ? 'ph-screen-head' : 'ph-app-bar') + (bar.pinned ? ' ph-pinned' : ''), 'data-ph-path': '/app_bar' }, [
       showBack ? h('button', { 'class': 'ph-icon-button', type: 'button', 'aria-label': 'Back', 'data-ph-host-back': '1',
         on: { click: function () { commitFocused(); emit('back', { result: null, from: 'app_bar' }); goBack(undefined); } } }, iconGlyph('arrow_back', 20)) : null,
       navType === 'drawer' ? h('button', { 'class': 'ph-icon-button', type: 'button', 'aria-label': 'Menu', 'data-ph-drawer-toggle': '1',
         on: { click: function () { route.ui.drawer = !route.ui.drawer; render(); } } }, iconGlyph('menu', 20)) : null,
       h('div', { 'class': 'ph-app-bar-titles' }, [
-        h('div', { 'class': 'ph-t-title_large ph-app-bar-title' }, bar.title !== undefined ? str(bindString(bar.title, scope.ctx)) : ''),
+        h(head ? 'h1' : 'div', { 'class': (head ? 'ph-t-headline_small' : 'ph-t-title_large') + ' ph-app-bar-title' }, title),
         bar.subtitle !== undefined ? h('div', { 'class': 'ph-t-body_small ph-muted' }, str(bindString(bar.subtitle, scope.ctx))) : null
       ]),
       inBar.map(function (a) { return actionButton(a, false); }),
       overflow.length ? h('div', { 'class': 'ph-overflow' }, [
         h('button', { 'class': 'ph-icon-button', type: 'button', 'aria-label': 'More', 'data-ph-overflow': '1', 'aria-expanded': String(route.ui.overflow),
           on: { click: function () { route.ui.overflow = !route.ui.overflow; render(); } } }, iconGlyph('more_vert', 20)),
-        route.ui.overflow ? h('div', { 'class': 'ph-menu', role: 'menu' }, overflow.map(function (a) { return actionButton(a, true); })) : null
+        route.ui.overflow ? h('div', { 'class': 'ph-menu', role: 'menu', 'aria-label': 'More actions' }, overflow.map(function (a) { return actionButton(a, true); })) : null
       ]) : null
     ]);
   }
@@ -1491,6 +1574,9 @@ export function Runtime(opts) {
     if (!nav) return null;
     var t = nav.type || 'adaptive';
     if (t === 'adaptive') t = screenInfo().width >= (nav.rail_breakpoint || 600) ? 'rail' : 'bar';
+    // In the web host the page's own navigation bar is at the bottom of a
+    // narrow window: the plugin's bar shows as tabs above its screen.
+    if (bundle.live && t === 'bar') t = 'tabs';
     return t;
   }
   function selectedNav(route) {
@@ -1511,11 +1597,12 @@ export function Runtime(opts) {
     var items = nav.items.map(function (it, i) {
       var selected = i === sel;
       var showLabel = lb === 'always' || (lb === 'auto') || (lb === 'selected' && selected);
-      return h('button', { 'class': 'ph-nav-item' + (selected ? ' ph-selected' : ''), type: 'button', role: type === 'tabs' ? 'tab' : null, 'aria-selected': String(selected), 'data-ph-nav-item': it.id,
+      return h('button', { 'class': 'ph-nav-item' + (selected ? ' ph-selected' : ''), type: 'button', role: type === 'tabs' ? 'tab' : null,
+        'aria-selected': type === 'tabs' ? String(selected) : null, 'aria-current': type !== 'tabs' && selected ? 'true' : null, 'aria-label': it.label, 'data-ph-nav-item': it.id,
         on: { click: function () { selectNav(route, scope, i); } } },
       [it.icon ? iconGlyph(selected && it.selected_icon ? it.selected_icon : it.icon, 20) : null, showLabel || !it.icon ? h('span', { 'class': 'ph-nav-label' }, it.label) : null]);
     });
-    return h('nav', { 'class': 'ph-nav ph-nav-' + type, 'data-ph-path': '/navigation', 'data-ph-nav-type': type, role: type === 'tabs' ? 'tablist' : null }, items);
+    return h(type === 'tabs' ? 'div' : 'nav', { 'class': 'ph-nav ph-nav-' + type, 'data-ph-path': '/navigation', 'data-ph-nav-type': type, role: type === 'tabs' ? 'tablist' : null, 'aria-label': route.ext.id === 'main' ? 'Sections' : words.screenLabel(route.ext) + ' sections' }, items);
   }
   function selectNav(route, scope, i) {
     commitFocused();
@@ -1559,109 +1646,232 @@ export function Runtime(opts) {
     ]);
   }
 
-  // errorText says what failed: the code, a failed run's reason, the message.
+  // problemOf says what an error means to a person, with the action that
+  // fixes it (words.js); the refusal of a connection's key, which the host
+  // records, is the connection's state.
+  function problemOf(e) {
+    var st = fctx.connection_state || {};
+    var x = e;
+    if (e && e.connection && st[e.connection] && st[e.connection].refused) {
+      x = {};
+      Object.keys(e).forEach(function (k) { x[k] = e[k]; });
+      x.refused = st[e.connection].refused;
+    }
+    return words.problem(x, { plugin: plugin.name ? plugin.name.split(' · ')[0] : '', connection: function (id) { var c = (fctx.connections || {})[id]; return c && c.label; } });
+  }
+  // errorText says what failed, in words; the admin's debug view (and the
+  // standalone preview) adds the code, a failed run's reason and the
+  // message.
   function errorText(e) {
-    return e.code + (e.reason ? ' (' + e.reason + (e.exitCode !== undefined ? ' ' + e.exitCode : '') + ')' : '') + (e.message ? ' – ' + e.message : '');
+    var text = problemOf(e).text;
+    return bundle.live && !bundle.inspector ? text : text + ' [' + words.codeOf(e) + ']';
+  }
+  // fixButton is the button that does what a problem asks, or null.
+  function fixButton(e, retry) {
+    var p = problemOf(e);
+    var b = function (label, fn, extra) {
+      var a = { 'class': 'ph-button ph-button-text', type: 'button', 'data-ph-fix': p.action, on: { click: fn } };
+      Object.keys(extra || {}).forEach(function (k) { a[k] = extra[k]; });
+      return h('button', a, label);
+    };
+    switch (p.action) {
+      case 'retry': return retry ? b('Try again', retry) : null;
+      case 'connect':
+      case 'fix_key':
+        // The connection's own banner, on this screen, takes the key.
+        return b(p.action === 'connect' ? 'Connect' : 'Change key', function () {
+          var f = root.querySelector('[data-ph-connection="' + p.connection + '"] input, [data-ph-connection="' + p.connection + '"] button');
+          if (f) f.focus();
+        }, { 'data-ph-fix-connection': p.connection || '' });
+      case 'grant':
+        return host.grant ? b('Allow network', function () {
+          host.grant('network').then(function (r) {
+            if (r.error) { app.notice = { error: r.error }; render(); return; }
+            fctx.permissions = r.permissions;
+            app.notice = null;
+            retryFailed('granted');
+            render();
+          });
+        }) : null;
+      case 'settings': return opts.onAction ? b('Open settings', function () { opts.onAction('settings'); }) : null;
+      case 'sign_in': return opts.onAction ? b('Sign in', function () { opts.onAction('sign_in'); }) : null;
+    }
+    return null;
+  }
+  // retryFailed loads again every source of the screen whose load failed.
+  function retryFailed(reason) {
+    var route = currentRoute();
+    if (!route) return Promise.resolve();
+    return Promise.all(Object.keys(route.errors).filter(function (sid) { return route.errors[sid]; }).map(function (sid) { return loadSource(route, sid, reason); }));
   }
   function hostBanners(route) {
     var out = [];
     if (app.notice) {
-      out.push(h('div', { 'class': 'ph-retry ph-notice', role: 'alert', 'data-ph-notice': app.notice.code }, [
-        h('span', null, app.notice.text),
-        h('button', { 'class': 'ph-button ph-button-text', type: 'button', on: { click: function () { app.notice = null; render(); } } }, 'Dismiss')
+      var n = app.notice;
+      out.push(h('div', { 'class': 'ph-retry ph-notice', role: 'alert', 'data-ph-notice': n.error ? n.error.code : n.code }, [
+        h('span', null, n.error ? (n.capability && !bundle.live ? n.capability + ' failed: ' : '') + errorText(n.error) : n.text),
+        h('span', { 'class': 'ph-banner-actions' }, [
+          n.error ? fixButton(n.error, null) : null,
+          h('button', { 'class': 'ph-button ph-button-text', type: 'button', on: { click: function () { app.notice = null; render(); } } }, 'Dismiss')
+        ])
       ]));
     }
     connectBanners().forEach(function (b) { out.push(b); });
     var loading = Object.keys(route.loading).filter(function (id) { return route.loading[id]; });
-    if (loading.length) out.push(h('div', { 'class': 'ph-host-loading', role: 'progressbar', 'data-ph-loading': loading.join(' ') }, h('div', { 'class': 'ph-bar ph-indeterminate' })));
+    if (loading.length) out.push(h('div', { 'class': 'ph-host-loading', role: 'progressbar', 'aria-label': 'Loading', 'data-ph-loading': loading.join(' ') }, h('div', { 'class': 'ph-bar ph-indeterminate' })));
+    var asked = {}; // connections a banner above asks for
+    connectBannerIDs().forEach(function (id) { asked[id] = true; });
     Object.keys(route.errors).forEach(function (id) {
       var e = route.errors[id];
       if (!hc.retryState(route.good[id], e) || route.loading[id]) return;
+      // A source that failed for want of a connection the banner above
+      // asks for says nothing more: the banner is where it is fixed.
+      var p = problemOf(e);
+      if ((p.action === 'connect' || p.action === 'fix_key') && asked[p.connection]) return;
+      var retry = function () { emit('retry', { source: id }); loadSource(route, id, 'retry'); };
       out.push(h('div', { 'class': 'ph-retry', role: 'alert', 'data-ph-retry': id }, [
-        h('span', null, 'Could not load ' + id + ': ' + errorText(e)),
-        h('button', { 'class': 'ph-button ph-button-text', type: 'button', on: { click: function () { emit('retry', { source: id }); loadSource(route, id, 'retry'); } } }, 'Retry')
+        h('span', null, (bundle.live ? '' : 'Could not load ' + id + ': ') + errorText(e)),
+        h('span', { 'class': 'ph-banner-actions' }, [fixButton(e, retry) || (problemOf(e).action === 'retry' ? null : h('button', { 'class': 'ph-button ph-button-text', type: 'button', on: { click: retry } }, 'Try again'))])
       ]));
     });
     return out;
   }
 
   // connectBanners ask the user to connect each account the plugin declares
-  // and this Instance has not connected (live host only): an API key typed
-  // into the host's own field, or the provider's page for OAuth. The key
-  // goes to the server and is not kept by the page.
+  // and this Instance has not connected, or whose key the provider refused
+  // (live host only): an API key typed into the host's own field, or the
+  // provider's page for OAuth. The key goes to the server and is not kept
+  // by the page. After a key is saved the banner stays, checking, until
+  // the sources that failed answered again: a key the provider refuses is
+  // said here, where it was typed.
   var keyDrafts = {}; // keys being typed, by connection: never rendered back
-  function connectBanners() {
+  function connectBannerIDs() {
     if (!host.connectKey) return [];
-    var conns = fctx.connections || {}, kinds = fctx.connection_kinds || {};
-    return Object.keys(conns).filter(function (id) { return !conns[id].connected; }).map(function (id) {
-      var c = conns[id], busy = app.connecting === id;
-      var parts = [h('span', null, 'Connect ' + c.label + ' to use everything this plugin offers.')];
+    var conns = fctx.connections || {}, st = fctx.connection_state || {};
+    return Object.keys(conns).filter(function (id) { return !conns[id].connected || (st[id] && st[id].refused) || app.checking === id; });
+  }
+  function connectBanners() {
+    var conns = fctx.connections || {}, kinds = fctx.connection_kinds || {}, st = fctx.connection_state || {};
+    return connectBannerIDs().map(function (id) {
+      var c = conns[id], busy = app.connecting === id || app.checking === id, refused = st[id] && st[id].refused;
+      var say = app.checking === id ? 'Checking the key with ' + c.label + '…'
+        : refused ? c.label + ' refused ' + (kinds[id] === 'api_key' ? 'the key' : 'the connection') + ' (HTTP ' + refused + '). ' + (kinds[id] === 'api_key' ? 'Enter a new key.' : 'Connect again.')
+          : 'Connect ' + c.label + ' to use everything this plugin offers.';
+      var parts = [h('span', { 'class': 'ph-connect-text', id: 'ph-connect-' + id, role: refused ? 'alert' : null }, say)];
       if (kinds[id] === 'api_key') {
-        parts.push(h('input', { 'class': 'ph-input', type: 'password', autocomplete: 'off', 'aria-label': c.label + ' key', 'data-ph-connect-key': id, placeholder: 'Key',
-          on: { input: function (ev) { keyDrafts[id] = ev.target.value; } } }));
-        parts.push(h('button', { 'class': 'ph-button ph-button-text', type: 'button', disabled: busy, 'data-ph-connect': id, on: { click: function () {
-          var key = keyDrafts[id] || '';
-          delete keyDrafts[id];
-          var input = root.querySelector('[data-ph-connect-key="' + id + '"]');
-          if (input) input.value = '';
-          connectWith(id, host.connectKey(id, key));
-        } } }, 'Save key'));
+        parts.push(h('input', { 'class': 'ph-input', type: 'password', autocomplete: 'off', 'aria-label': c.label + ' key', 'aria-describedby': 'ph-connect-' + id,
+          'aria-invalid': refused ? 'true' : null, 'data-ph-connect-key': id, placeholder: 'Key', disabled: busy,
+          on: {
+            input: function (ev) { keyDrafts[id] = ev.target.value; },
+            keydown: function (ev) { if (ev.key === 'Enter') { ev.preventDefault(); saveKey(id); } }
+          } }));
+        parts.push(h('button', { 'class': 'ph-button ph-button-tonal', type: 'button', disabled: busy, 'data-ph-connect': id, on: { click: function () { saveKey(id); } } }, 'Save key'));
+        if (conns[id].connected && !busy) {
+          parts.push(h('button', { 'class': 'ph-button ph-button-text', type: 'button', 'data-ph-disconnect': id, on: { click: function () { connectWith(id, host.disconnect(id), false); } } }, 'Remove key'));
+        }
       } else {
-        parts.push(h('button', { 'class': 'ph-button ph-button-text', type: 'button', disabled: busy, 'data-ph-connect': id, on: { click: function () {
+        parts.push(h('button', { 'class': 'ph-button ph-button-tonal', type: 'button', disabled: busy, 'data-ph-connect': id, on: { click: function () {
           app.connecting = id;
           render();
           host.startOAuth(id).then(function (r) {
             app.connecting = null;
-            if (r.error) { app.notice = { code: r.error.code, text: 'Could not connect ' + c.label + ': ' + errorText(r.error) }; render(); return; }
+            if (r.error) { app.notice = { error: r.error }; render(); return; }
             emit('connect', { connection: id, kind: 'oauth2' });
             location.assign(r.url);
           });
-        } } }, 'Connect'));
+        } } }, refused || conns[id].connected ? 'Reconnect' : 'Connect'));
       }
-      return h('div', { 'class': 'ph-retry ph-connect', role: 'region', 'aria-label': 'Connect ' + c.label, 'data-ph-connection': id }, parts);
+      return h('div', { 'class': 'ph-retry ph-connect' + (refused ? ' ph-connect-refused' : ''), role: 'region', 'aria-label': 'Connect ' + c.label, 'data-ph-connection': id }, parts);
     });
   }
+  function saveKey(id) {
+    var key = keyDrafts[id] || '';
+    delete keyDrafts[id];
+    var input = root.querySelector('[data-ph-connect-key="' + id + '"]');
+    if (input) input.value = '';
+    connectWith(id, host.connectKey(id, key), true);
+  }
 
-  // connectWith applies a connect answer: the context's connections change
-  // and the sources that failed run again.
-  function connectWith(id, pending) {
+  // connectWith applies a connect or disconnect answer: the context's
+  // connections change, and the sources that failed run again; check keeps
+  // the banner until they answered and the connections were read again.
+  function connectWith(id, pending, check) {
     app.connecting = id;
     render();
     pending.then(function (r) {
       app.connecting = null;
-      if (r.error) { app.notice = { code: r.error.code, text: 'Could not connect: ' + errorText(r.error) }; render(); return; }
-      fctx.connections = r.connections;
-      fctx.connected = r.connected;
+      if (r.error) { app.notice = { error: r.error }; render(); return; }
+      setConnections(r);
       emit('connect', { connection: id, connected: !!(r.connections[id] && r.connections[id].connected) });
-      var route = currentRoute();
-      if (route) Object.keys(route.errors).forEach(function (sid) { if (route.errors[sid]) loadSource(route, sid, 'connected'); });
+      if (!check) { render(); return; }
+      app.checking = id;
       render();
+      retryFailed('connected').then(function () { return host.connections(); }).then(function (r2) {
+        app.checking = null;
+        if (r2 && !r2.error) setConnections(r2);
+        render();
+        // A refused key: the focus goes back to where it is typed, once
+        // the banner is drawn with the field enabled again.
+        setTimeout(function () {
+          var input = root.querySelector('[data-ph-connect-key="' + id + '"]');
+          if (input && (fctx.connection_state[id] || {}).refused) input.focus();
+        }, 0);
+      });
+    });
+  }
+  function setConnections(r) {
+    fctx.connections = r.connections;
+    fctx.connected = r.connected;
+    fctx.connection_state = r.state || {};
+  }
+  // A failed run that names a connection may mean the provider refused its
+  // key: the connections are read again (once at a time).
+  var readingConnections = null;
+  function connectionProblem(e) {
+    if (!e || !e.connection || !host.connections || readingConnections || app.checking) return;
+    readingConnections = host.connections().then(function (r) {
+      readingConnections = null;
+      if (r && !r.error) { setConnections(r); render(); }
     });
   }
 
   // blockedScreen says why the page shows nothing of the plugin: a disabled
   // Instance, a package that cannot be read, a lost connection.
   function blockedScreen() {
-    return h('div', { 'class': 'ph-screen ph-blocked', 'data-ph-blocked': app.blocked.kind, key: 'blocked' }, [
+    var head = bundle.live && surface === 'screen';
+    var kind = app.blocked.kind;
+    var act = function (label, what) {
+      return opts.onAction ? h('button', { 'class': 'ph-button ph-button-tonal', type: 'button', 'data-ph-blocked-action': what, on: { click: function () { opts.onAction(what); } } }, label) : null;
+    };
+    return h('div', { 'class': 'ph-screen ph-blocked', 'data-ph-blocked': kind, key: 'blocked' }, [
       h('div', { 'class': 'ph-empty', role: 'alert' }, [
-        iconGlyph('warning', 32),
-        h('div', { 'class': 'ph-t-title_medium' }, app.blocked.title || 'This plugin cannot be shown'),
-        h('div', { 'class': 'ph-t-body_medium' }, app.blocked.message)
+        iconGlyph(kind === 'disabled' ? 'power_settings_new' : 'warning', 40),
+        h(head ? 'h1' : 'div', { 'class': 'ph-t-title_large' }, app.blocked.title || 'This plugin cannot be shown'),
+        h('div', { 'class': 'ph-t-body_medium' }, app.blocked.message),
+        kind === 'disabled' ? act('Open settings', 'settings') : kind === 'denied' || kind === 'not_found' ? act('Go to your plugins', 'home') : null
       ])
     ]);
   }
+  // loadingScreen shows where the screen will be while its plugin loads.
   function loadingScreen() {
-    return h('div', { 'class': 'ph-screen', 'data-ph-starting': '1', key: 'starting' }, h('div', { 'class': 'ph-host-loading', role: 'progressbar' }, h('div', { 'class': 'ph-bar ph-indeterminate' })));
+    return h('div', { 'class': 'ph-screen ph-skeleton-screen', 'data-ph-starting': '1', key: 'starting', 'aria-busy': 'true' }, [
+      h('div', { 'class': 'ph-host-loading', role: 'progressbar', 'aria-label': 'Loading' }, h('div', { 'class': 'ph-bar ph-indeterminate' })),
+      h('div', { 'class': 'ph-skeleton ph-skeleton-title', 'aria-hidden': 'true' }),
+      [0, 1, 2].map(function (i) { return h('div', { 'class': 'ph-skeleton ph-skeleton-row', 'aria-hidden': 'true', key: 'sk' + i }); })
+    ]);
   }
 
   function screen(route) {
     route.inputs = [];
+    route.ui.escape = null;
     nodeCount = 0;
     var scope = { route: route, ctx: ctxOf(route), hasItem: false, form: null };
     var body = renderNode(route.config.view, '/view', scope, null);
     var type = navTypeOf(route.config.navigation);
     var nav = navigation(route, scope);
-    var main = h('main', { 'class': 'ph-body', key: 'body' + route.seq }, [hostBanners(route), body]);
+    // In the web host the page has the main landmark; the plugin's body is
+    // inside it.
+    var main = h(bundle.live ? 'div' : 'main', { 'class': 'ph-body', key: 'body' + route.seq }, [hostBanners(route), body]);
     var inner;
     if (type === 'rail' || type === 'drawer') inner = h('div', { 'class': 'ph-with-side' }, [nav, main]);
     else if (type === 'tabs') inner = h('div', { 'class': 'ph-column' }, [nav, main]);
@@ -1675,8 +1885,12 @@ export function Runtime(opts) {
   var frame, eventsPanel, inspectorPre, chromeBar;
 
   function chrome() {
-    // A home card's bar names its plugin and Instance.
+    // The web host's page names the plugin itself; the preview's strip
+    // (version, routes, theme) is for the preview and the admin's debug
+    // view.
+    if (embedded && bundle.live) return '';
     if (embedded) return h('div', { 'class': 'ph-chrome ph-card-head' }, h('strong', null, plugin.name));
+    if (bundle.live && !bundle.inspector) return '';
     return h('div', { 'class': 'ph-chrome' }, [
       h('strong', null, plugin.name + (plugin.version ? ' ' + plugin.version : '')),
       h('span', { 'class': 'ph-crumbs', 'data-ph-crumbs': '1' }, app.stack.map(function (r) { return r.ext.id; }).join(' › ')),
@@ -1798,6 +2012,22 @@ export function Runtime(opts) {
       var r = currentRoute();
       if (!r) return;
       if (r.ui.select && !(ev.target.closest && ev.target.closest('.ph-select-field'))) { r.ui.select = null; render(); }
+      if (r.ui.overflow && !(ev.target.closest && ev.target.closest('.ph-overflow'))) { r.ui.overflow = false; render(); }
+    });
+    // Escape closes what is open: a menu, a select, a dismissible dialog
+    // or sheet.
+    listen(document, 'keydown', function (ev) {
+      var r = currentRoute();
+      if (ev.key !== 'Escape' || !r || !root.contains(document.activeElement) && document.activeElement !== document.body) return;
+      if (r.ui.overflow || r.ui.select) {
+        r.ui.overflow = false;
+        r.ui.select = null;
+        ev.preventDefault();
+        render();
+      } else if (r.ui.escape) {
+        ev.preventDefault();
+        r.ui.escape();
+      }
     });
     // In the web host the screen is the window: a resize renders again,
     // and a new size class is a screen_size event as in the preview.
@@ -1841,9 +2071,9 @@ export function Runtime(opts) {
         var r = currentRoute();
         var s = screenInfo();
         var view = app.blocked ? blockedScreen() : r ? screen(r) : loadingScreen();
-        // The web host's screen fills the window below the page's bar; a
-        // home card is as tall as what it shows.
-        var fs = themeStyle() + (embedded ? '' : bundle.live ? 'height:' + s.height + 'px;' : 'width:' + s.width + 'px;height:' + s.height + 'px;');
+        // The web host's screen is as tall as what it shows (the page
+        // scrolls), as a home card is; the preview's is the chosen size.
+        var fs = themeStyle() + (embedded || bundle.live ? '' : 'width:' + s.width + 'px;height:' + s.height + 'px;');
         if (fs !== lastFrameStyle) { frame.style.cssText = fs; lastFrameStyle = fs; }
         frame.setAttribute('data-mode', app.mode);
         frame.setAttribute('data-size', bundle.live ? s.size_class : app.size);
@@ -1947,7 +2177,7 @@ export function Runtime(opts) {
       if (!app.stack.length) app.stack.push(new Route(extensions[cfg.start], cfg.route || {}, null, true));
       emit('config_reloaded', { generation: app.generation, extension: currentRoute().ext.id });
       loaded();
-      toast('updated', 'The plugin was updated' + (plugin.version ? ' to version ' + plugin.version : '') + ' (generation ' + app.generation + ').', false);
+      toast('updated', 'The plugin was updated' + (plugin.version ? ' to version ' + plugin.version : '') + (bundle.live && !bundle.inspector ? '' : ' (generation ' + app.generation + ')') + '.', false);
       app.stack.forEach(startSources);
     });
     return reloading;
@@ -2028,12 +2258,16 @@ export function Runtime(opts) {
       return;
     }
     setConfig(cfg);
-    app.mode = fctx.theme || 'light';
+    app.mode = opts.mode || fctx.theme || 'light';
     app.size = fctx.screen || 'compact';
     startState = cfg.state;
     var start = extensions[cfg.start];
-    var first = new Route(start, cfg.route || {}, null, true);
-    app.stack.push(first);
+    // The routes of the page's address (a reload keeps the screens a
+    // screen was opened from), the last the one the host started.
+    var routes = (opts.stack || []).filter(function (r) { return extensions[r.extension]; });
+    if (!routes.length || routes[routes.length - 1].extension !== start.id) routes = [{ extension: start.id, params: cfg.route || {}, result_state: null }];
+    routes.forEach(function (r, i) { app.stack.push(new Route(extensions[r.extension], r.params || {}, r.result_state || null, i === routes.length - 1)); });
+    var first = currentRoute();
     loaded();
     emit('open', { extension: start.id, point: start.point, parameters: first.params });
     if (responseSample && start.point === 'response') {
@@ -2052,7 +2286,10 @@ export function Runtime(opts) {
         app.metrics.first_paint_ms = Math.round((performance.now() - T0) * 100) / 100;
         firstPainted = true;
         schedulePanels();
-        if (!destroyed) startSources(first);
+        if (destroyed) return;
+        startSources(first);
+        app.stack.forEach(function (r) { if (r !== first) startSources(r); });
+        if (pendingStack) { var ps = pendingStack; pendingStack = null; setStack(ps); }
       }, 0);
     });
   });
@@ -2062,5 +2299,10 @@ export function Runtime(opts) {
   // is: anyone else's page has only what it says about itself.
   var pageAPI = !bundle.live || bundle.debug_api ? api : { live: api.live, blocked: api.blocked, route: api.route, metrics: api.metrics, idle: api.idle };
   if (opts.api) window.pluginhostPreview = pageAPI;
-  return { api: pageAPI, destroy: destroy };
+  return {
+    api: pageAPI, destroy: destroy, setStack: setStack,
+    setMode: function (m) { if (m !== app.mode) setMode(m); },
+    // stack is what the surface shows, as an address keeps it.
+    stack: stackOf
+  };
 }

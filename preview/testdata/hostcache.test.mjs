@@ -1,5 +1,5 @@
 // The rules of the host cache (preview/assets/hostcache.js), without a page:
-// node --test preview/testdata/hostcache.test.mjs (TestHostCacheRules runs it).
+// node --test preview/testdata/hostcache.test.mjs (TestModulesUnderNode runs it).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import * as hc from '../assets/hostcache.js';

@@ -1,9 +1,6 @@
 package httpapi
 
 import (
-	_ "embed"
-	"encoding/json"
-	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,15 +10,10 @@ import (
 	"pluginhost/webhost"
 )
 
-// webhostGraphQL is where the dashboard's page sends GraphQL: the web host's
-// endpoint for its own pages, which the page's own credentials (Basic or
-// the session cookie) authenticate, so that the page holds no token.
+// webhostGraphQL is the web host's GraphQL endpoint for its own pages,
+// which a page's own credentials (Basic or the session cookie)
+// authenticate, so that a page holds no token.
 const webhostGraphQL = webhost.ListGraphQLPattern
-
-//go:embed assets/dashboard.html
-var dashboardHTML string
-
-var dashboardPage = template.Must(template.New("dashboard").Parse(dashboardHTML))
 
 // pageUser authenticates a page request (auth.Authenticator.Page): a bearer
 // header, HTTP Basic with any user name and the credential as the password,
@@ -56,19 +48,4 @@ func (s *Server) pageUser(w http.ResponseWriter, r *http.Request, realm string) 
 	}
 	writeError(w, r, s.Log, models.Errorf(models.ErrUnauthenticated, "%s needs a token (a bearer header, HTTP Basic with the token as the password, or a session from /app/login)", realm))
 	return nil, "", false
-}
-
-// dashboard serves the live storage dashboard of the signed-in user.
-func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
-	user, _, ok := s.pageUser(w, r, "pluginhost dashboard")
-	if !ok {
-		return
-	}
-	session, _ := json.Marshal(map[string]string{"user": user.Name, "graphql": webhostGraphQL})
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-	dashboardPage.Execute(w, map[string]any{"Session": template.JS(session)})
 }
