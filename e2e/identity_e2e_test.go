@@ -683,8 +683,9 @@ func TestSignInWithProvider(t *testing.T) {
 		// asks for the password again.
 		terminated := p.Terminated()
 		pg.Do("Page.navigate", map[string]any{"url": srv.URL + "/app"})
-		waitUntil(pg, `document.querySelector(".ph-signout button")`, 15*time.Second)
-		pg.Click(".ph-signout button")
+		waitUntil(pg, `document.querySelector("[data-ph-account]")`, 15*time.Second)
+		pg.Click("[data-ph-account]")
+		pg.Click("[data-ph-signout]")
 		waitUntil(pg, `location.pathname === "/app/login"`, 15*time.Second)
 		if p.Terminated() <= terminated {
 			t.Fatal("signing out did not end the provider's session")

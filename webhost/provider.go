@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pluginhost/models"
+	"pluginhost/preview/assets"
 )
 
 // Paths of the sign-in with the identity provider: the button leads to
@@ -112,16 +113,16 @@ func truncateText(s string, n int) string {
 // writeProviderPage writes a page of the sign-in with the provider: its
 // title and message, and with next a page the browser goes on to at once.
 func writeProviderPage(w http.ResponseWriter, status int, title, message, next string) {
-	pageHeaders(w.Header(), "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'")
+	pageHeaders(w.Header(), "default-src 'none'; style-src 'self'; font-src 'self'; base-uri 'none'; frame-ancestors 'none'")
 	w.WriteHeader(status)
-	providerPage.Execute(w, map[string]string{"Title": title, "Message": message, "Next": next})
+	providerPage.Execute(w, map[string]string{"Title": title, "Message": message, "Next": next, "CSS": AssetsPath + assets.StaticName("app.css")})
 }
 
 var providerPage = template.Must(template.New("provider").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 {{if .Next}}<meta http-equiv="refresh" content="0;url={{.Next}}">{{end}}
-<title>{{.Title}} · pluginhost</title></head>
-<body style="font: 16px/1.5 system-ui, sans-serif; max-width: 36rem; margin: 4rem auto; padding: 0 1rem">
-<h1 style="font-size: 1.4rem">{{.Title}}</h1><p id="message">{{.Message}}</p>
+<title>{{.Title}} · pluginhost</title><link rel="stylesheet" href="{{.CSS}}"></head>
+<body class="ph-login"><main>
+<h1>{{.Title}}</h1><p id="message">{{.Message}}</p>
 {{if .Next}}<p><a href="{{.Next}}">Continue</a></p>{{else}}<p><a href="/app/login">Back to the sign-in page</a></p>{{end}}
-</body></html>`))
+</main></body></html>`))
