@@ -224,9 +224,18 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, ext := r.PathValue("instance_id"), r.PathValue("extension")
-	ServePage(w, r, viewerOf(user), View{Kind: ViewScreen, InstanceID: id, Extension: ext,
-		Preload:   s.preload(r.Context(), user, credential, id, ext),
-		Instances: s.instances(r.Context(), user, credential)})
+	// The screen's start and the shell's Instances are run at once.
+	var instances json.RawMessage
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		instances = s.instances(r.Context(), user, credential)
+	}()
+	preload := s.preload(r.Context(), user, credential, id, ext)
+	sources, generation := s.firstSources(r.Context(), user, credential, id, preload, routeParams(r))
+	<-done
+	ServePage(w, r, viewerOf(user), View{Kind: ViewScreen, InstanceID: id, Extension: ext, Preload: preload, Instances: instances,
+		Sources: sources, Generation: generation})
 }
 
 // preload runs the page's first query (StartQuery) for the user, so that

@@ -70,11 +70,12 @@ func Inspector(r *http.Request, v Viewer) bool {
 }
 
 // StartQuery is the GraphQL query the page's first load runs (variables i:
-// the instance id, e: the extension): the Instance, its package's extensions
-// with their configs, and the opening extension's config, generation and
-// persisted state. The web host names an extension and a connection by the
-// plugin's own id, so the queries read manifestId as id.
-const StartQuery = `query($i: ID!, $e: String!) { instance(id: $i) { id name enabled grants connections { id: manifestId label kind connected account refusedStatus refusedAt } installation { id pluginId name version generation permissions aiStorageConsent extensions { id: manifestId point placement config } } } start: uiConfig(instanceId: $i, extension: $e) { extension point generation config persistedState } }`
+// the instance id, e: the extension): the Instance (with the storage
+// revision its first reads see), its package's extensions with their
+// configs, and the opening extension's config, generation and persisted
+// state. The web host names an extension and a connection by the plugin's
+// own id, so the queries read manifestId as id.
+const StartQuery = `query($i: ID!, $e: String!) { instance(id: $i) { id name enabled grants storageRevision connections { id: manifestId label kind connected account refusedStatus refusedAt } installation { id pluginId name version generation permissions aiStorageConsent extensions { id: manifestId point placement config } } } start: uiConfig(instanceId: $i, extension: $e) { extension point generation config persistedState } }`
 
 // instancesFields are what the shell knows of the viewer and every
 // Instance: who is signed in, names, plugins, the extensions it offers.
@@ -122,6 +123,10 @@ type View struct {
 	// Preload is the answer to the view's query for the page's user
 	// (StartQuery for a screen, SettingsQuery for settings), or nil.
 	Preload *Preload
+	// Sources are the first screen's storage reads the server ran, at the
+	// package Generation (a screen).
+	Sources    []Source
+	Generation int
 	// Home is the data of the answer to HomeQuery, and Cards the home
 	// extensions it draws with their starts (the home).
 	Home  json.RawMessage
@@ -173,6 +178,8 @@ func ServePage(w http.ResponseWriter, r *http.Request, v Viewer, view View) {
 			"route":       routeParams(r),
 			"start_query": StartQuery,
 			"preload":     view.Preload,
+			"sources":     view.Sources,
+			"generation":  view.Generation,
 		}
 	case ViewSettings:
 		title = "Settings · pluginhost"

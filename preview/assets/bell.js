@@ -10,8 +10,10 @@ import { el, icon, popover } from './ui.js';
 import * as words from './words.js';
 
 // bell draws the bell into slot. names(instanceId) names an Instance
-// ("Notes · Work"); open(instanceId, extension, parameters) opens a screen.
-export function bell(slot, api, names, open) {
+// ("Notes · Work"); open(instanceId, extension, parameters) opens a screen;
+// later(fn) runs fn when the page's first screen showed its data (the
+// bell's first read waits until then).
+export function bell(slot, api, names, open, later) {
   var state = { unread: 0, list: [], notes: {}, error: null };
   var loading = null;
 
@@ -101,6 +103,6 @@ export function bell(slot, api, names, open) {
   // Each new notification, or a reconnected socket, reads the list again.
   api.watch(function () { load(); });
   render();
-  load();
+  (later || function (fn) { fn(); })(load);
   return { close: pop.close };
 }

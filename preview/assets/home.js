@@ -23,7 +23,7 @@ export function Home(opts) {
     return Runtime({
       makeHost: opts.makeHost,
       root: box, bundle: opts.bundleFor(live, false), cache: opts.cache, events: opts.events, surface: surface,
-      shown: opts.shown, mode: mode,
+      shown: opts.shown, mode: mode, onReady: opts.onReady,
       onNavigate: function (target, params) { opts.open(live.instance_id, target, params); }
     });
   }

@@ -45,6 +45,17 @@ export function Connection(graphql) {
   var subs = {};
   var statusFns = [];
   function status(s) { statusFns.forEach(function (fn) { fn(s); }); }
+  // What can wait until the page's first screen shows its data (the
+  // bell's list, the other screens' persisted state) waits, so that it
+  // does not slow it: later(fn) runs fn then; settled() says it is.
+  var waiting = [], isSettled = false;
+  function later(fn) { if (isSettled) fn(); else waiting.push(fn); }
+  function settled() {
+    if (isSettled) return;
+    isSettled = true;
+    waiting.splice(0).forEach(function (fn) { fn(); });
+  }
+  setTimeout(settled, 1500);
   var onNotification = function () {};
   var onResponse = null, responseFields = '';
 
@@ -196,6 +207,7 @@ export function Connection(graphql) {
     // connected reports whether the socket is open and acknowledged.
     connected: function () { return acked; },
     onStatus: function (fn) { statusFns.push(fn); },
+    later: later, settled: settled,
     // open connects the socket (for a page that subscribes to nothing).
     open: connect
   };
@@ -275,6 +287,9 @@ export function liveHost(conn, env) {
       }
       persistedState = {};
       persistedState[start.extension] = start.persistedState || {};
+      // The revision the first reads saw (the server's, for a page it
+      // started): a change before the subscription's snapshot is re-read.
+      if (lastRevision === null && typeof inst.storageRevision === 'number') lastRevision = inst.storageRevision;
       var list = exts.map(function (e) { return { id: e.id, point: e.point, config: e.id === start.extension ? start.config : e.config }; });
       var grants = {};
       inst.grants.forEach(function (g) { grants[g] = true; });
@@ -302,7 +317,7 @@ export function liveHost(conn, env) {
         var ids = Object.keys(live.response.data || {});
         loaded.response = { capability: live.response.capability, result: ids.length ? live.response.data[ids[0]] : null, verdict: { renders: true, checks: [] } };
       }
-      loadPersistedOthers(exts.filter(function (e) { return e.id !== start.extension; }), start.generation);
+      conn.later(function () { loadPersistedOthers(exts.filter(function (e) { return e.id !== start.extension; }), start.generation); });
       return loaded;
     });
   }

@@ -24,10 +24,10 @@ type Page struct {
 	Entry  string
 	Bundle []byte // the bundle's JSON, for the ph-bundle block
 	// Assets, when not empty, is the path the static files are served
-	// under (such as "/app/assets/"): the page then links its scripts, the
-	// catalog and app.css by their hashed names instead of holding them,
-	// and has no inline script or style. Empty: a standalone page that
-	// holds everything.
+	// under (such as "/app/assets/"): the page then links its script (the
+	// catalog and its entry's bundle) and app.css by their hashed names
+	// instead of holding them, and has no inline script or style. Empty: a
+	// standalone page that holds everything.
 	Assets string
 	// Theme, when not empty, is the theme the person picked ("light",
 	// "dark"): the html element's data-theme, so that the page is drawn in
@@ -125,9 +125,7 @@ func (p *Page) linked() []byte {
 	out.WriteString(`<script type="application/json" id="ph-bundle">`)
 	ScriptSafe.WriteString(&out, string(p.Bundle))
 	out.WriteString("</script>\n")
-	for _, name := range []string{"catalog.js", p.Entry} {
-		out.WriteString(`<script src="` + p.Assets + StaticName(name) + "\"></script>\n")
-	}
+	out.WriteString(`<script src="` + p.Assets + StaticName(p.Entry) + "\"></script>\n")
 	out.WriteString("</body>\n</html>\n")
 	return out.Bytes()
 }

@@ -54,6 +54,7 @@ import * as words from './words.js';
 //              instead of closing the route itself (the page then calls
 //              setStack with the stack of the entry it went back to)
 //   mode       'light' or 'dark' (default: the host's or light)
+//   onReady    () when the first screen shows the data it loads itself
 //   onAction   (kind) for what the page does on an error's behalf:
 //              'settings' (the Instance's settings), 'sign_in'
 // The handle's setStack(stack, result) shows the routes of an address
@@ -1179,6 +1180,7 @@ export function Runtime(opts) {
     // source it loads by itself answered.
     if (app.metrics.first_data_ms === undefined && route === currentRoute() && Object.keys(route.sources).every(function (s) { return route.sources[s].trigger === 'manual' || route.good[s]; })) {
       app.metrics.first_data_ms = Math.round((performance.now() - T0) * 100) / 100;
+      if (opts.onReady) opts.onReady();
     }
     var d = { source: id, capability: decl.capability, summary: r.result.summary };
     if (cached) d.cached = cached;
@@ -2280,16 +2282,24 @@ export function Runtime(opts) {
     app.metrics.nodes = nodeCount;
     host.watch(onHostChange);
     // The first frame shows the screen as the host opens it; its data sources
-    // start loading right after it is painted.
+    // start loading right after it is painted (in the web host at once: the
+    // page's cache may hold their answers, and a request is on its way
+    // while the frame paints).
+    var started = false;
+    function startFirst() {
+      if (started || destroyed) return;
+      started = true;
+      startSources(first);
+      app.stack.forEach(function (r) { if (r !== first) startSources(r); });
+      if (pendingStack) { var ps = pendingStack; pendingStack = null; setStack(ps); }
+    }
+    if (bundle.live) startFirst();
     requestAnimationFrame(function () {
       setTimeout(function () {
         app.metrics.first_paint_ms = Math.round((performance.now() - T0) * 100) / 100;
         firstPainted = true;
         schedulePanels();
-        if (destroyed) return;
-        startSources(first);
-        app.stack.forEach(function (r) { if (r !== first) startSources(r); });
-        if (pendingStack) { var ps = pendingStack; pendingStack = null; setStack(ps); }
+        startFirst();
       }, 0);
     });
   });

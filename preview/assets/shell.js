@@ -15,7 +15,7 @@
 // what reads the plugin's state and events is an admin's);
 // window.pluginhostShell tells a test what the page shows.
 import { Runtime } from './runtime.js';
-import { Cache } from './hostcache.js';
+import * as hc from './hostcache.js';
 import { Connection, liveHost } from './live.js';
 import { bell } from './bell.js';
 import * as router from './router.js';
@@ -28,7 +28,7 @@ import { Dashboard } from './dashboard.js';
 
 var bundle = JSON.parse(document.getElementById('ph-bundle').textContent);
 var cfg = bundle.shell;
-var cache = new Cache();
+var cache = new hc.Cache();
 var events = [];
 var conn = Connection(cfg.graphql);
 function makeHost(env) { return liveHost(conn, env); }
@@ -127,6 +127,8 @@ function show(view, how) {
   appEl.hidden = view.kind !== 'screen';
   pageEl.hidden = view.kind !== 'settings' && view.kind !== 'dashboard';
   pageEl.textContent = '';
+  // The settings and the dashboard wait for nothing the page does later.
+  if (view.kind === 'settings' || view.kind === 'dashboard') conn.settled();
   switch (view.kind) {
     case 'home': showHome(); break;
     case 'screen': openScreen(view); break;
@@ -187,6 +189,12 @@ function openScreen(view) {
   ownScreen = null;
   appEl.textContent = '';
   var instance = view.instance;
+  // The first screen's storage reads the server ran are the cache's: the
+  // screen shows them without a request.
+  if (own && live.sources && live.sources.length) {
+    cache.generation(instance, live.generation);
+    live.sources.forEach(function (s) { cache.put(hc.key(instance, s.capability, s.query, s.arguments), instance, s.capability, s.result); });
+  }
   var runtime = Runtime({
     makeHost: makeHost,
     // The page's own screen is timed from the navigation's start.
@@ -212,6 +220,7 @@ function openScreen(view) {
       }
     },
     onExit: function () { go({ kind: 'home' }, 'push'); },
+    onReady: conn.settled,
     onLoad: function (plugin, exts) { screenExts[instance] = exts; chrome(); },
     onAction: function (what) {
       if (what === 'settings') go({ kind: 'settings', instance: instance }, 'push');
@@ -243,7 +252,7 @@ function showHome() {
     home = Home({
       root: homeEl, conn: conn, cache: cache, events: events, makeHost: makeHost, cfg: cfg,
       data: bundle.home || null, cards: bundle.cards || [], bundleFor: bundleFor, liveFor: liveFor,
-      shown: function () { return !homeEl.hidden; }, mode: prefs.themeMode(),
+      shown: function () { return !homeEl.hidden; }, mode: prefs.themeMode(), onReady: conn.settled,
       instances: function () { return instances; },
       onData: function (data) { indexInstances(data); chrome(); },
       open: function (instanceID, extension, params) { go(screenView(instanceID, extension, params), 'push'); },
@@ -295,7 +304,7 @@ add(topbar, [
   titleSlot,
   el('div', { 'class': 'ph-topbar-actions' }, [bellSlot, accountSlot])
 ]);
-bell(bellSlot, conn.notifications, nameOf, function (instanceID, extension, params) { go(screenView(instanceID, extension, params), 'push'); });
+bell(bellSlot, conn.notifications, nameOf, function (instanceID, extension, params) { go(screenView(instanceID, extension, params), 'push'); }, conn.later);
 accountMenu();
 
 // chrome brings the top app bar's title, the navigation and the page's

@@ -10,6 +10,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -42,7 +43,8 @@ const (
 // A url(NAME) in it that names a static file becomes the file's hashed name.
 var cssParts = []string{"preview.css", "webhost.css"}
 
-// linkedEntries are the entry modules of pages that link their scripts.
+// linkedEntries are the entry modules of pages that link their scripts,
+// each served as one script: the runtime's data, then the entry's bundle.
 var linkedEntries = []string{"shell.js"}
 
 var staticURL = regexp.MustCompile(`url\("?([a-z0-9.-]+)"?\)`)
@@ -93,19 +95,22 @@ var statics = sync.OnceValue(func() struct {
 		return m
 	})
 	add("app.css", []byte(css))
-	for _, entry := range linkedEntries {
-		add(entry, []byte(Bundle(entry)))
-	}
+	// A linked entry's script starts with the data the runtime reads: the
+	// node catalog, the host's themes, the icons of the font subset (as
+	// JSON.parse of a string, which a browser reads faster than a literal).
 	var c bytes.Buffer
 	if err := json.Compact(&c, uicatalog.JSON()); err != nil {
 		panic("assets: the UI catalog is not JSON: " + err.Error())
 	}
 	themes, _ := json.Marshal(Themes())
 	icons, _ := json.Marshal(SubsetIcons())
-	add("catalog.js", []byte("// The node catalog of UI Runtime v2 (package uicatalog), the host's themes and the icons of the font subset.\n"+
-		"window.pluginhostCatalog = "+ScriptSafe.Replace(c.String())+";\n"+
-		"window.pluginhostThemes = "+string(themes)+";\n"+
-		"window.pluginhostIcons = "+string(icons)+";\n"))
+	data := "// The node catalog of UI Runtime v2 (package uicatalog), the host's themes and the icons of the font subset.\n" +
+		"window.pluginhostCatalog = JSON.parse(" + strconv.Quote(c.String()) + ");\n" +
+		"window.pluginhostThemes = JSON.parse(" + strconv.Quote(string(themes)) + ");\n" +
+		"window.pluginhostIcons = JSON.parse(" + strconv.Quote(string(icons)) + ");\n"
+	for _, entry := range linkedEntries {
+		add(entry, []byte(data+Bundle(entry)))
+	}
 	return out
 })
 
@@ -143,7 +148,7 @@ func SubsetIcons() []string {
 }
 
 // StaticName returns the hashed name a static file (such as "shell.js"
-// or "catalog.js") is served under. It panics on a name that is not one.
+// or "app.css") is served under. It panics on a name that is not one.
 func StaticName(name string) string {
 	h, ok := statics().hashed[name]
 	if !ok {

@@ -54,7 +54,8 @@ func TestIconSubset(t *testing.T) {
 }
 
 // app.css names the fonts by their hashed names, sets the host's themes,
-// and the page's scripts know the subset's icons and the themes.
+// and the page's script starts with the catalog, the themes and the
+// subset's icons.
 func TestStaticCSS(t *testing.T) {
 	st, ok := StaticFile(StaticName("app.css"))
 	if !ok {
@@ -70,10 +71,13 @@ func TestStaticCSS(t *testing.T) {
 	if strings.Contains(css, `url("`+IconFont+`")`) || strings.Contains(css, `url("`+IconFontSubset+`")`) {
 		t.Error("app.css names a font by its plain name")
 	}
-	cat, _ := StaticFile(StaticName("catalog.js"))
-	for _, want := range []string{"window.pluginhostCatalog = {", `window.pluginhostThemes = {"dark":{`, `window.pluginhostIcons = ["account_circle",`} {
-		if !strings.Contains(string(cat.Body), want) {
-			t.Errorf("catalog.js lacks %s", want)
+	script, _ := StaticFile(StaticName("shell.js"))
+	for _, want := range []string{`window.pluginhostCatalog = JSON.parse("{\"`, `window.pluginhostThemes = JSON.parse("{\"dark\":{`, `window.pluginhostIcons = JSON.parse("[\"account_circle\",`} {
+		if !strings.Contains(string(script.Body), want) {
+			t.Errorf("shell.js lacks %s", want)
 		}
+	}
+	if !strings.HasSuffix(string(script.Body), Bundle("shell.js")) {
+		t.Error("shell.js does not end with the bundle of its modules")
 	}
 }
