@@ -321,21 +321,19 @@ func TestAppNotes(t *testing.T) {
 	}
 }
 
-// TestAppCacheAndImages: a second surface reuses the cached source; images go
+// appCacheAndImages: a second surface reuses the cached source; images go
 // only through the image proxy (the browser's requests are counted) and a
 // refused image shows its fallback; an Instance without the network grant
 // shows why it has no images.
-func TestAppCacheAndImages(t *testing.T) {
+func appCacheAndImages(t *testing.T, h *host) {
 	// The proxy takes only public HTTPS on port 443; a loopback address is
 	// refused before any connection, so the image can only ever be seen by
 	// the browser asking for it itself, which the request log would show.
 	imageURL := "https://127.0.0.1/cat.png"
 
-	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
-	h := newHost(t, b)
 	// An admin: the page API that reads events, state and context is an
 	// admin's (runtime.js), as the inspector is.
-	alice := h.user(t, "alice", true)
+	alice := h.user(t, "img-alice", true)
 	m, files := appNotes(t, nil)
 	_, ids := installApp(t, h, alice, m, files, 2)
 	alice.Must(t, `mutation($i:ID!){setInstanceGrant(instanceId:$i,permission:"network",granted:true){id}}`, map[string]any{"i": ids[0]}, nil)
@@ -456,13 +454,6 @@ func TestAppBlockedAndRefresh(t *testing.T) {
 		t.Fatalf("notice %q, want words without the code", notice)
 	}
 	screenshot(t, p, "app-capability-failed")
-	dbg := openApp(t, alice, "/app/"+ids[0]+"/main?debug=1")
-	dbg.WaitFor(liveReady)
-	dbg.ClickText("button", "Summarize")
-	dbg.WaitFor(`document.querySelector("[data-ph-notice]")`)
-	if notice := dbg.EvalString(`document.querySelector("[data-ph-notice]").innerText`); !strings.Contains(notice, errs[0].Code()+" (no_module)") {
-		t.Fatalf("debug view notice %q, want the code and reason", notice)
-	}
 
 	// A package update (a new generation) reloads the config on the open
 	// screen, keeping what the user typed.
@@ -541,6 +532,12 @@ func TestAppBlockedAndRefresh(t *testing.T) {
 			t.Fatalf("admin %q: the page API's inspector data %v, want %v", tc.query, got, tc.want)
 		}
 		if tc.want {
+			// The debug view says an error's code and reason too.
+			s.ClickText("button", "Summarize")
+			s.WaitFor(`document.querySelector("[data-ph-notice]")`)
+			if notice := s.EvalString(`document.querySelector("[data-ph-notice]").innerText`); !strings.Contains(notice, errs[0].Code()+" (no_module)") {
+				t.Fatalf("debug view notice %q, want the code and reason", notice)
+			}
 			s.WaitFor(`document.querySelector("#ph-inspector").textContent.indexOf("storage") >= 0 || document.querySelector("#ph-inspector").textContent.length > 10`)
 			if strings.Contains(s.EvalString(`document.querySelector(".ph-side").innerText`), root.Token) {
 				t.Fatal("the inspector shows the token")

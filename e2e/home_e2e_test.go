@@ -80,17 +80,26 @@ func visibility(p *browser.Page, state string) {
 		window.__vis = %q; document.dispatchEvent(new Event("visibilitychange")); return true; })()`, state), nil)
 }
 
-// TestAppHome: two plugins on the home, each card live; a screen opened
+// TestAppSurfaces: the surfaces of the web host's page (home cards,
+// responses, screens) sharing one host cache and one connection, each part
+// a user of its own on one server.
+func TestAppSurfaces(t *testing.T) {
+	h := newHost(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
+	t.Run("home", func(t *testing.T) { appHome(t, h) })
+	t.Run("cache and images", func(t *testing.T) { appCacheAndImages(t, h) })
+	t.Run("responses", func(t *testing.T) { appResponses(t, h) })
+	t.Run("invoke store shared", func(t *testing.T) { appInvokeStoreShared(t, h) })
+}
+
+// appHome: two plugins on the home, each card live; a screen opened
 // from a card or from the list opens in the page and takes the card's
 // source from the cache (no second call); a storage change reaches both
 // surfaces with one call; back returns to the home; a resume re-reads the
-// storage sources; the home fills compact, medium and expanded widths.
-func TestAppHome(t *testing.T) {
-	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
-	h := newHost(t, b)
+// storage sources (the home at three widths is TestAppShell's).
+func appHome(t *testing.T, h *host) {
 	// An admin: the page API that reads events, state and context is an
 	// admin's (runtime.js), as the inspector is.
-	alice := h.user(t, "alice", true)
+	alice := h.user(t, "home-alice", true)
 	m, files := appNotes(t, nil)
 	_, notes := installApp(t, h, alice, m, files, 1)
 	m2, files2 := appTasks(t)
@@ -138,18 +147,6 @@ func TestAppHome(t *testing.T) {
 			t.Fatalf("Instance %s: %d calls of its notes source, want 1", id, n)
 		}
 	}
-	for _, w := range []struct {
-		name  string
-		width int
-	}{{"compact", 390}, {"medium", 700}, {"expanded", 1280}} {
-		p.Do("Emulation.setDeviceMetricsOverride", map[string]any{"width": w.width, "height": 800, "deviceScaleFactor": 1, "mobile": false})
-		waitUntil(p, fmt.Sprintf(`document.querySelector("[data-home-card] [data-ph-frame]").getAttribute("data-size") === %q`, w.name), 10*time.Second)
-		if p.EvalBool(`document.documentElement.scrollWidth > window.innerWidth + 1`) {
-			t.Fatalf("at %d px the home scrolls sideways", w.width)
-		}
-		screenshot(t, p, "app-home-"+w.name)
-	}
-	p.Do("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false})
 
 	// The card's button opens the screen in the page; its notes source is
 	// the card's, taken from the cache.
@@ -268,11 +265,11 @@ func TestAppHomeTimersAndGenerations(t *testing.T) {
 	}
 	waitUntil(p, `window.pluginhostPreview.events().filter(function (e) { return e.reason === "refresh_seconds"; }).length >= 3`, 15*time.Second)
 
-	// Hidden: no tick for ten periods.
+	// Hidden: no tick for five periods.
 	visibility(p, "hidden")
 	p.Eval(`window.pluginhostPreview.idle()`, nil)
 	before := ticks()
-	time.Sleep(3 * time.Second)
+	time.Sleep(1500 * time.Millisecond) // five periods
 	if n := ticks(); n != before {
 		t.Fatalf("%d refresh_seconds loads while hidden", n-before)
 	}
@@ -284,7 +281,7 @@ func TestAppHomeTimersAndGenerations(t *testing.T) {
 	waitText(p, "Sort:")
 	p.Eval(`window.pluginhostPreview.idle()`, nil)
 	before = ticks()
-	time.Sleep(3 * time.Second)
+	time.Sleep(1500 * time.Millisecond) // five periods
 	if n := ticks(); n != before {
 		t.Fatalf("%d refresh_seconds loads of a card behind the screen", n-before)
 	}
@@ -306,16 +303,14 @@ func TestAppHomeTimersAndGenerations(t *testing.T) {
 	}
 }
 
-// TestAppResponses: a response the AI chose (selectResponseUi) appears on
+// appResponses: a response the AI chose (selectResponseUi) appears on
 // the open home, live, from the result it chose: no call; a screen that shows
 // the same source takes it from the cache; a reload lists it again; another
 // user's home never shows it.
-func TestAppResponses(t *testing.T) {
-	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
-	h := newHost(t, b)
+func appResponses(t *testing.T, h *host) {
 	// An admin: the page API that reads events, state and context is an
 	// admin's (runtime.js), as the inspector is.
-	alice, bob := h.user(t, "alice", true), h.user(t, "bob", false)
+	alice, bob := h.user(t, "resp-alice", true), h.user(t, "resp-bob", false)
 	// The plugin shows answers, and has no home card: only the response
 	// could fill the cache.
 	m, files := appNotes(t, func(f map[string]string) {
@@ -417,15 +412,13 @@ func TestAppResponses(t *testing.T) {
 	}
 }
 
-// TestAppInvokeStoreShared: an invoke that stores its result in a data
+// appInvokeStoreShared: an invoke that stores its result in a data
 // source puts it in the host cache, and the home card showing the same
 // source shows it, without a call of its own.
-func TestAppInvokeStoreShared(t *testing.T) {
-	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
-	h := newHost(t, b)
+func appInvokeStoreShared(t *testing.T, h *host) {
 	// An admin: the page API that reads events, state and context is an
 	// admin's (runtime.js), as the inspector is.
-	alice := h.user(t, "alice", true)
+	alice := h.user(t, "store-alice", true)
 	m, files := appNotes(t, func(f map[string]string) {
 		f["manifest.json"] = strings.Replace(f["manifest.json"], `"extensions": [`,
 			`"capabilities": [{"id": "notes.count", "kind": "data", "description": "Counts the notes.", "input_schema": {"type": "object"}, "output_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}, "module": "capabilities/count.wasm"}],

@@ -13,15 +13,16 @@ import (
 )
 
 // TestPagesOffline opens every page the server serves in Chromium with no
-// outside network, the way the README says to: with the token in the URL
-// (http://user:TOKEN@host/page). Each page must load and work from the
-// binary alone; the playground runs a query.
+// outside network, signed in with a sign-in link as the README says. Each
+// page must load and work from the binary alone: the live dashboard keeps
+// up with changes, the app lists the Instances, the playground runs a
+// query.
 func TestPagesOffline(t *testing.T) {
 	b := testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"}
 	h := newHost(t, b)
 	admin := h.user(t, "root", true)
 	alice := h.user(t, "alice", false)
-	_, ids := h.install(t, alice, manifest("com.test.pages", ns("notes", 1000)), 1)
+	_, ids := h.install(t, alice, manifest("com.test.pages", ns("notes", 1000), ns("tags", 500)), 2)
 	alice.Must(t, createQ, map[string]any{"i": ids[0], "n": "notes", "k": "first", "v": "hello"}, nil)
 	br := browser.Shared(t)
 	// open loads a page recording every request it makes, from the first.
@@ -56,14 +57,38 @@ func TestPagesOffline(t *testing.T) {
 		}
 	})
 
+	// The live dashboard: the user's Instances with usage against quota,
+	// changes as they are committed, an Instance's live updates that end.
 	t.Run("dashboard", func(t *testing.T) {
+		// Without a token the page is refused.
+		if status, _ := (&Client{URL: h.URL}).REST(t, "GET", "/dashboard", nil); status != 401 {
+			t.Fatalf("dashboard without a token: %d", status)
+		}
 		p := open(t, withToken("alice", alice.Token, "/dashboard"))
 		p.WaitFor(`window.pluginhostDashboard && window.pluginhostDashboard.state().status === "live"`)
-		p.WaitFor(fmt.Sprintf(`document.querySelector('tr[data-instance="%s"] [data-namespace="notes"]')`, ids[0]))
-		p.WaitFor(fmt.Sprintf(`document.querySelector('tr[data-instance="%s"] .rev').innerText === "1"`, ids[0]))
-		// A change made elsewhere arrives over the websocket.
-		alice.Must(t, createQ, map[string]any{"i": ids[0], "n": "notes", "k": "second", "v": "world"}, nil)
-		p.WaitFor(fmt.Sprintf(`document.querySelector('tr[data-instance="%s"] .rev').innerText === "2"`, ids[0]))
+		row := func(id string) string { return fmt.Sprintf(`document.querySelector('tr[data-instance="%s"]')`, id) }
+		p.WaitFor(row(ids[0]) + ` && ` + row(ids[1]))
+		// first (5) + "hello" (7) = 12 bytes in notes.
+		p.WaitFor(row(ids[0]) + `.querySelector('[data-namespace="notes"]').innerText.indexOf("1 keys, 0.0 KiB of 1.0 KiB") >= 0`)
+		p.WaitFor(row(ids[0]) + `.querySelector(".rev").innerText === "1"`)
+		// Changes from any path appear as they are committed, over the
+		// websocket.
+		for i := 0; i < 3; i++ {
+			alice.Must(t, createQ, map[string]any{"i": ids[0], "n": "tags", "k": fmt.Sprint("t", i), "v": i}, nil)
+		}
+		p.WaitFor(row(ids[0]) + `.querySelector(".rev").innerText === "4"`)
+		p.WaitFor(row(ids[0]) + `.querySelector('[data-namespace="tags"]').innerText.indexOf("3 keys") >= 0`)
+		p.WaitFor(`document.querySelector("#log").innerText.indexOf("create tags/t2") >= 0`)
+		if status, _ := alice.REST(t, "DELETE", "/v1/plugin-instances/"+ids[0]+"/storage", nil); status != 200 {
+			t.Fatal("reset failed")
+		}
+		p.WaitFor(row(ids[0]) + `.querySelector(".rev").innerText === "5"`)
+		p.WaitFor(row(ids[0]) + `.querySelector('[data-namespace="notes"]').innerText.indexOf("0 keys") >= 0`)
+		p.WaitFor(`document.querySelector("#log").innerText.indexOf("reset") >= 0`)
+		// Disabling an Instance ends its live updates, visibly.
+		alice.Must(t, `mutation($i:ID!){setInstanceEnabled(instanceId:$i,enabled:false){id}}`, map[string]any{"i": ids[1]}, nil)
+		p.WaitFor(row(ids[1]) + `.innerText.indexOf("live updates ended") >= 0`)
+		p.WaitFor(row(ids[1]) + `.innerText.indexOf("disabled") >= 0`)
 		p.Screenshot(filepath.Join(artifacts, "dashboard-offline.png"))
 		onlyFrom(t, h.URL, p.Requests())
 	})
