@@ -64,7 +64,9 @@ export function popover(button, panel, onOpen) {
       button.focus();
       return;
     }
-    if ((ev.key === 'ArrowDown' || ev.key === 'ArrowUp') && panel.contains(document.activeElement)) {
+    // Arrow keys move between the items, but within a group of radio
+    // buttons, which they choose among.
+    if ((ev.key === 'ArrowDown' || ev.key === 'ArrowUp') && panel.contains(document.activeElement) && document.activeElement.type !== 'radio') {
       var list = items(), i = list.indexOf(document.activeElement);
       if (i < 0) return;
       ev.preventDefault();
