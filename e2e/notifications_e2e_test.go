@@ -201,6 +201,10 @@ func TestAppNotificationBell(t *testing.T) {
 	p.Click(`.ph-bell`)
 	waitText(p, "Call Bob")
 	waitText(p, "before noon")
+	// It names the plugin and Instance that sent it, not their ids.
+	if meta := p.EvalString(`document.querySelector(".ph-bell-meta").textContent`); !strings.HasPrefix(meta, m["name"].(string)+" · Instance 1 · ") || strings.Contains(meta, m["id"].(string)) {
+		t.Fatalf("the notification is signed %q", meta)
+	}
 	var page notificationsPage
 	alice.Must(t, notificationsQ, nil, &page)
 	id := page.Notifications.Nodes[0].ID
