@@ -290,7 +290,8 @@ func TestAppShell(t *testing.T) {
 		p.Eval(`document.getElementById("ph-main").focus(); true`, nil)
 		tabTo(p, `#ph-grant-notifications`)
 		p.Press(" ", false)
-		waitText(p, "Notifications muted.")
+		// The note drawn where the switch is (a screen reader hears it too).
+		p.WaitFor(`(document.querySelector('[data-ph-note="notifications"]') || {}).textContent === "Notifications muted."`)
 		var inst struct {
 			Instance struct {
 				NotificationsMuted bool
@@ -313,17 +314,16 @@ func TestAppShell(t *testing.T) {
 		waitText(p, "notes: 3 items")
 		p.Click(`[data-ph-reset]`)
 		p.Click(`dialog[open] [data-ph-confirm=yes]`)
-		waitText(p, "Deleted 3 items.")
-		waitText(p, "It keeps nothing yet.")
+		p.WaitFor(`(document.querySelector('[data-ph-note="reset"]') || {}).textContent === "Deleted 3 items." && document.body.innerText.indexOf("It keeps nothing yet.") >= 0`)
 		// Off: the home says so; on again.
 		p.Click(`#ph-enabled`)
-		waitText(p, "App notes · Instance 1 is off.")
+		p.WaitFor(`(document.querySelector('[data-ph-note="enabled"]') || {}).textContent === "App notes · Instance 1 is off."`)
 		alice.Must(t, `query($i:ID!){instance(id:$i){notificationsMuted enabled}}`, map[string]any{"i": ids[0]}, &inst)
 		if inst.Instance.Enabled {
 			t.Fatal("the switch did not disable the Instance")
 		}
 		p.Click(`#ph-enabled`)
-		waitText(p, "App notes · Instance 1 is on.")
+		p.WaitFor(`(document.querySelector('[data-ph-note="enabled"]') || {}).textContent === "App notes · Instance 1 is on."`)
 		// Deleted: the home no longer has it.
 		q := openApp(t, alice, "/app/"+ids[1]+"/-/settings")
 		q.WaitFor(`document.querySelector("[data-ph-delete]")`)

@@ -11,7 +11,10 @@ var INSTANCE_FIELDS = 'id name enabled storageRevision usage { namespace keys by
 
 export function Dashboard(opts) {
   var root = opts.root, conn = opts.conn;
-  var state = { installations: [], instances: {}, events: [], status: conn.connected() ? 'live' : 'connecting' };
+  // status is live once every watched Instance's subscription answered
+  // its snapshot: from then on, every change reaches the page.
+  var state = { installations: [], instances: {}, events: [], status: 'connecting' };
+  var snapped = {};
   var leaves = [];
   var gone = false;
   var mainEl = el('div', { 'class': 'ph-dash-main' }, [el('div', { 'class': 'ph-skeleton ph-skeleton-card', 'aria-hidden': 'true' })]);
@@ -24,7 +27,16 @@ export function Dashboard(opts) {
       el('section', { 'class': 'ph-dash-side', 'aria-labelledby': 'ph-dash-log-title' }, [el('h2', { 'class': 'ph-h2', id: 'ph-dash-log-title', text: 'Changes as they happen' }), logEl])])
   ]);
   setStatus(state.status);
-  conn.onStatus(function (s) { if (!gone) setStatus(s === 'live' ? 'live' : 'down'); });
+  conn.onStatus(function (s) {
+    if (gone) return;
+    if (s === 'live') liveWhenSnapped();
+    else { snapped = {}; setStatus('down'); }
+  });
+  function liveWhenSnapped() {
+    var all = Object.keys(state.instances).every(function (id) { return !watched[id] || snapped[id]; });
+    if (all && conn.connected()) setStatus('live');
+  }
+  var watched = {};
 
   function gql(q, v) {
     return conn.gql(q, v).then(function (r) {
@@ -114,10 +126,12 @@ export function Dashboard(opts) {
   }
 
   function watch(id) {
+    watched[id] = true;
     leaves.push(conn.subscribe(id, function (m) {
       var i = state.instances[id];
       if (m.type === 'change') {
         var c = m.change;
+        if (c.operation === 'snapshot') { snapped[id] = true; liveWhenSnapped(); }
         var changed = c.storageRevision !== i.storageRevision;
         i.storageRevision = Math.max(i.storageRevision, c.storageRevision);
         state.events.push({ instanceId: id, operation: c.operation, namespace: c.namespace, key: c.key, storageRevision: c.storageRevision });
@@ -125,6 +139,7 @@ export function Dashboard(opts) {
         replaceRow(id);
         if (c.operation !== 'snapshot' || changed) refresh(id);
       } else if (m.type === 'ended') {
+        delete watched[id];
         i.ended = 'live updates ended: the Instance is disabled or gone';
         state.events.push({ instanceId: id, operation: 'ended' });
         logLine(i.name + ': ' + i.ended);
@@ -142,6 +157,7 @@ export function Dashboard(opts) {
     render();
     Object.keys(state.instances).forEach(function (id) { if (state.instances[id].enabled) watch(id); });
     conn.open();
+    liveWhenSnapped();
   }, function (e) {
     mainEl.textContent = '';
     mainEl.appendChild(el('p', { 'class': 'ph-setting-error', role: 'alert', text: 'The dashboard cannot be loaded: ' + e.message }));
