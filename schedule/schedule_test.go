@@ -47,7 +47,13 @@ type world struct {
 }
 
 func manifest(dataPolicy string) map[string]any {
-	m := fixture.Manifest("com.example.tick", fixture.NS("notes", 4096))
+	// Each policy is its own plugin: a plugin id stays with the publisher key
+	// that first installed it, and every world signs with a key of its own.
+	id := "com.example.tick"
+	if dataPolicy != "" {
+		id += "." + dataPolicy
+	}
+	m := fixture.Manifest(id, fixture.NS("notes", 4096))
 	if dataPolicy != "" {
 		m["data_policy"] = dataPolicy
 	}
