@@ -67,25 +67,8 @@ func TestVersionsAscend(t *testing.T) {
 func TestTokenIDsForOldTokens(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
-		db, err := database.Open(b.DSN)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := migratedBefore(t, b, 7)
 		log := slog.New(slog.DiscardHandler)
-		all := migrations.All
-		var before []migrations.Migration
-		for _, m := range all {
-			if m.Version < 7 {
-				before = append(before, m)
-			}
-		}
-		migrations.All = before
-		err = migrations.Apply(ctx, db, log)
-		migrations.All = all
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, h := range []string{strings.Repeat("a", 64), strings.Repeat("b", 64)} {
 			if err := db.Write.Exec("INSERT INTO tokens (hash, user_id, created_at) VALUES (?, ?, ?)", h, "usr_x", 1).Error; err != nil {
 				t.Fatal(err)
@@ -116,19 +99,8 @@ func TestTokenIDsForOldTokens(t *testing.T) {
 func TestIssuerUsersOfAnExistingDatabase(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
-		db, err := database.Open(b.DSN)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := migratedBefore(t, b, 14)
 		log := slog.New(slog.DiscardHandler)
-		all := migrations.All
-		migrations.All = all[:13]
-		err = migrations.Apply(ctx, db, log)
-		migrations.All = all
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := db.Write.Exec("INSERT INTO users (id, name, admin, created_at) VALUES ('usr_a', 'alice', 1, 1)").Error; err != nil {
 			t.Fatal(err)
 		}
@@ -172,25 +144,8 @@ func TestIssuerUsersOfAnExistingDatabase(t *testing.T) {
 func TestPublishersOfExistingPlugins(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		ctx := context.Background()
-		db, err := database.Open(b.DSN)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := migratedBefore(t, b, 15)
 		log := slog.New(slog.DiscardHandler)
-		all := migrations.All
-		var before []migrations.Migration
-		for _, m := range all {
-			if m.Version < 15 {
-				before = append(before, m)
-			}
-		}
-		migrations.All = before
-		err = migrations.Apply(ctx, db, log)
-		migrations.All = all
-		if err != nil {
-			t.Fatal(err)
-		}
 		manifest := func(token string) string {
 			return `{"id":"com.test.p","connections":[{"id":"gh","kind":"oauth2","oauth2":{"authorization_url":"https://a.example/auth","token_url":"` + token + `"}}]}`
 		}
@@ -231,4 +186,29 @@ func TestPublishersOfExistingPlugins(t *testing.T) {
 			t.Fatalf("clients %+v: want com.test.p bound to keyA's newest version (1.10.0), com.test.gone to nothing", clients)
 		}
 	})
+}
+
+// migratedBefore opens the backend's database with every migration before
+// version applied, as a server of that time left it.
+func migratedBefore(t *testing.T, b testenv.Backend, version int) *database.DB {
+	t.Helper()
+	db, err := database.Open(b.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	all := migrations.All
+	var before []migrations.Migration
+	for _, m := range all {
+		if m.Version < version {
+			before = append(before, m)
+		}
+	}
+	migrations.All = before
+	err = migrations.Apply(context.Background(), db, slog.New(slog.DiscardHandler))
+	migrations.All = all
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
