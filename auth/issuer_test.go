@@ -5,10 +5,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -34,17 +32,6 @@ func issuerEnv(t *testing.T, p *oidctest.Provider) *auth.Issuer {
 	t.Helper()
 	return &auth.Issuer{URL: p.Issuer, Audiences: []string{"pluginhost", "console"}, AdminClaim: "groups", AdminValue: "pluginhost-admins",
 		DB: open(t, testenv.Backend{DSN: "sqlite:" + t.TempDir() + "/ph.db"}), Keys: &auth.IssuerKeys{Issuer: p.Issuer}}
-}
-
-// hmacToken signs header.claims with HMAC-SHA256 under secret: the
-// algorithm confusion attack, with the provider's public key as the secret.
-func hmacToken(header, claims map[string]any, secret []byte) string {
-	h, _ := json.Marshal(header)
-	c, _ := json.Marshal(claims)
-	in := base64.RawURLEncoding.EncodeToString(h) + "." + base64.RawURLEncoding.EncodeToString(c)
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(in))
-	return in + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // Every rule of a JWT, against tokens of a real provider and hostile ones
@@ -99,10 +86,10 @@ func TestIssuerTokenRules(t *testing.T) {
 		{"no subject", p.Sign(t, nil, claims(func(c map[string]any) { delete(c, "sub") })), "subject"},
 		{"alg none", oidctest.Unsigned(claims(nil)), `algorithm "none"`},
 		{"alg none with the provider's kid", oidctest.Unsigned(claims(nil)) + "", "algorithm"},
-		{"HS256 with the provider's public key (PEM) as secret", hmacToken(map[string]any{"alg": "HS256", "kid": kid, "typ": "JWT"}, claims(nil), pemKey), `algorithm "HS256"`},
-		{"HS256 with the provider's public key (DER) as secret", hmacToken(map[string]any{"alg": "HS256", "kid": kid}, claims(nil), der), `algorithm "HS256"`},
-		{"HS256 with the provider's JWK as secret", hmacToken(map[string]any{"alg": "HS256"}, claims(nil), jwk), `algorithm "HS256"`},
-		{"HS512", hmacToken(map[string]any{"alg": "HS512", "kid": kid}, claims(nil), pemKey), `algorithm "HS512"`},
+		{"HS256 with the provider's public key (PEM) as secret", oidctest.SignHMAC(map[string]any{"alg": "HS256", "kid": kid, "typ": "JWT"}, claims(nil), pemKey), `algorithm "HS256"`},
+		{"HS256 with the provider's public key (DER) as secret", oidctest.SignHMAC(map[string]any{"alg": "HS256", "kid": kid}, claims(nil), der), `algorithm "HS256"`},
+		{"HS256 with the provider's JWK as secret", oidctest.SignHMAC(map[string]any{"alg": "HS256"}, claims(nil), jwk), `algorithm "HS256"`},
+		{"HS512", oidctest.SignHMAC(map[string]any{"alg": "HS512", "kid": kid}, claims(nil), pemKey), `algorithm "HS512"`},
 		{"RS256 by a key the issuer does not publish", oidctest.SignWith(t, other, jose.RS256, "k-unknown", nil, claims(nil)), "does not publish"},
 		{"RS256 by another key under the provider's kid", oidctest.SignWith(t, other, jose.RS256, kid, nil, claims(nil)), "signature"},
 		{"ES256 under the provider's RSA kid", oidctest.SignWith(t, ecKey, jose.ES256, kid, nil, claims(nil)), "does not fit"},

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"crypto/ed25519"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -228,7 +226,7 @@ func TestIssuerJWTs(t *testing.T) {
 			{"wrong issuer", p.Sign(t, nil, claims(func(c map[string]any) { c["iss"] = "http://localhost:1" }))},
 			{"wrong audience (by the provider)", p.Token(t, oidctest.Mint{Subject: "sub-mallory", Audience: []string{"billing"}})},
 			{"alg none", oidctest.Unsigned(claims(nil))},
-			{"HS256 with the provider's public key as secret", hmacJWT(map[string]any{"alg": "HS256", "kid": kid, "typ": "JWT"}, claims(nil), pemKey)},
+			{"HS256 with the provider's public key as secret", oidctest.SignHMAC(map[string]any{"alg": "HS256", "kid": kid, "typ": "JWT"}, claims(nil), pemKey)},
 		} {
 			status, body := (&Client{URL: srv.URL, Token: tc.token}).REST(t, "POST", "/graphql", map[string]any{"query": "{viewer{id}}"})
 			if status != 401 || errorCode(body) != "UNAUTHENTICATED" || body["data"] != nil {
@@ -340,16 +338,6 @@ func nilIfEmpty(s string) any {
 		return nil
 	}
 	return s
-}
-
-// hmacJWT signs header.claims with HMAC-SHA256 under secret.
-func hmacJWT(header, claims map[string]any, secret []byte) string {
-	h, _ := json.Marshal(header)
-	c, _ := json.Marshal(claims)
-	in := base64.RawURLEncoding.EncodeToString(h) + "." + base64.RawURLEncoding.EncodeToString(c)
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(in))
-	return in + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // Failed sign-in attempts are bounded per client address and overall:

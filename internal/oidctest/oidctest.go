@@ -23,8 +23,10 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
@@ -254,6 +256,18 @@ func SignWith(t testing.TB, priv any, alg jose.SignatureAlgorithm, kid string, h
 		t.Fatal(err)
 	}
 	return s
+}
+
+// SignHMAC signs header.claims with HMAC-SHA256 under secret, whatever alg
+// the header names: the algorithm confusion attack, with a provider's public
+// key as the secret.
+func SignHMAC(header, claims map[string]any, secret []byte) string {
+	h, _ := json.Marshal(header)
+	c, _ := json.Marshal(claims)
+	in := base64.RawURLEncoding.EncodeToString(h) + "." + base64.RawURLEncoding.EncodeToString(c)
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(in))
+	return in + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // Claims are standard claims of the provider for a subject and audience,
