@@ -138,16 +138,7 @@ func (w *world) instance(t *testing.T) string {
 // summary invokes notes.summary on the development Instance.
 func (w *world) summary(t *testing.T) string {
 	t.Helper()
-	ctx := context.Background()
-	installs, err := w.env.Life.Installations(ctx, w.user)
-	if err != nil || len(installs) != 1 {
-		t.Fatalf("installations: %+v %v", installs, err)
-	}
-	instances, err := w.env.Life.Instances(ctx, installs[0].ID)
-	if err != nil || len(instances) != 1 {
-		t.Fatalf("instances: %+v %v", instances, err)
-	}
-	res, err := w.env.Runs.Run(ctx, capability.Call{Caller: models.Caller{UserID: w.user.ID}, InstanceID: instances[0].ID,
+	res, err := w.env.Runs.Run(context.Background(), capability.Call{Caller: models.Caller{UserID: w.user.ID}, InstanceID: w.instance(t),
 		Capability: "notes.summary", Arguments: models.JSON(`{}`), Trigger: sandbox.TriggerInvoke})
 	if err != nil {
 		t.Fatalf("invoke notes.summary: %v", err)
