@@ -27,14 +27,18 @@ type Output struct {
 //  1. a run slot overall, for the user and for the Instance, within the
 //     queue wait;
 //  2. the run's stack charged to the memory of all runs;
-//  3. an instance: for a command, a fresh one; for a reactor, one kept from
-//     an earlier run or a new one, in both cases in the state its image
-//     holds (its state after initialization), so that every run starts from
-//     the same state and sees nothing of another run;
+//  3. an instance in the module's initial state: for a command, a fresh
+//     one; for a reactor whose whole state the host can restore
+//     (wasmbin.Facts.Restorable), one kept from an earlier run or a new
+//     one, in both cases in the state its image holds (its state after
+//     initialization); for any other reactor, a fresh one, initialized
+//     anew. So every run starts from the same state and sees nothing of
+//     another run, of any user or Instance;
 //  4. the entry called within the wall time, on the request as standard
 //     input and bounded standard output and error;
-//  5. how it ended, most specific cause first; a reactor instance that
-//     ended well is restored to its image and kept for the next run.
+//  5. how it ended, most specific cause first; a restorable reactor's
+//     instance that ended well is restored to its image and kept for the
+//     next run; every other instance is closed.
 //
 // A failure is a CAPABILITY_FAILED error with its reason; the standard error
 // kept so far is returned with it.
@@ -78,7 +82,7 @@ func (e *Engine) exec(ctx context.Context, m *Module, user, instanceID string, b
 
 	// 5. How it ended.
 	err = e.outcome(ctx, runCtx, in, stdout, err)
-	if err == nil && m.facts.Kind == wasmbin.KindReactor && !in.mod.IsClosed() && in.restore(m.image) {
+	if err == nil && m.reusable() && !in.mod.IsClosed() && in.restore(m.image) {
 		e.keep(in)
 	} else {
 		in.close()
@@ -89,13 +93,23 @@ func (e *Engine) exec(ctx context.Context, m *Module, user, instanceID string, b
 	return &Output{Stdout: stdout.bytes(), Stderr: stderr.bytes()}, nil
 }
 
-// instanceFor returns an instance of the module ready to run: for a
-// reactor, an idle one when there is one; otherwise a new one, which the
-// first of a reactor's instances initializes (its _initialize, within the
-// run's limits) and whose state becomes the module's image, and which later
-// ones take from that image.
+// reusable reports whether an instance of the module can be kept between
+// runs: it is a reactor, and its code changes no state but its memory and
+// globals, which restore writes back whole. A reactor that changes a table
+// or drops a segment holds state restore does not reach; each of its runs
+// has a fresh instance.
+func (m *Module) reusable() bool {
+	return m.facts.Kind == wasmbin.KindReactor && m.facts.Restorable
+}
+
+// instanceFor returns an instance of the module ready to run. For a
+// reusable reactor: an idle one when there is one; otherwise a new one,
+// which the first of the module's instances initializes (its _initialize,
+// within the run's limits) and whose state becomes the module's image, and
+// which later ones take from that image. For any other reactor: a new one,
+// initialized. For a command: a new one.
 func (e *Engine) instanceFor(ctx context.Context, m *Module, stderr *boundedWriter) (*instance, error) {
-	if m.facts.Kind == wasmbin.KindReactor {
+	if m.reusable() {
 		e.mu.Lock()
 		in := e.idle.take(m)
 		e.mu.Unlock()
@@ -110,6 +124,13 @@ func (e *Engine) instanceFor(ctx context.Context, m *Module, stderr *boundedWrit
 	if m.facts.Kind != wasmbin.KindReactor {
 		return in, nil
 	}
+	if !m.reusable() {
+		if err := e.initialize(ctx, in, stderr); err != nil {
+			in.close()
+			return nil, err
+		}
+		return in, nil
+	}
 	m.imageOnce.Lock()
 	defer m.imageOnce.Unlock()
 	if m.image != nil {
@@ -120,20 +141,31 @@ func (e *Engine) instanceFor(ctx context.Context, m *Module, stderr *boundedWrit
 		}
 		return in, nil
 	}
-	if ini := in.mod.ExportedFunction("_initialize"); ini != nil {
-		discard := &boundedWriter{max: e.limits.OutputBytes}
-		in.io.out, in.io.err, in.io.ctx = discard, stderr, ctx
-		err := in.call(ctx, ini)
-		if err := e.outcome(ctx, ctx, in, discard, err); err != nil {
-			in.close()
-			if e, ok := err.(*models.Error); ok {
-				e.Message = "initializing the module: " + e.Message
-			}
-			return nil, err
-		}
+	if err := e.initialize(ctx, in, stderr); err != nil {
+		in.close()
+		return nil, err
 	}
 	m.image = in.takeImage()
 	return in, nil
+}
+
+// initialize calls a new reactor instance's _initialize, if it exports
+// one, within the run's limits.
+func (e *Engine) initialize(ctx context.Context, in *instance, stderr *boundedWriter) error {
+	ini := in.mod.ExportedFunction("_initialize")
+	if ini == nil {
+		return nil
+	}
+	discard := &boundedWriter{max: e.limits.OutputBytes}
+	in.io.out, in.io.err, in.io.ctx = discard, stderr, ctx
+	err := in.call(ctx, ini)
+	if err := e.outcome(ctx, ctx, in, discard, err); err != nil {
+		if e, ok := err.(*models.Error); ok {
+			e.Message = "initializing the module: " + e.Message
+		}
+		return err
+	}
+	return nil
 }
 
 // keep puts a reactor's instance among the idle ones, closing the oldest

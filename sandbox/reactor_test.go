@@ -133,3 +133,53 @@ func TestPreinitialize(t *testing.T) {
 		t.Fatal("a command was pre-initialized")
 	}
 }
+
+// Every run of a reactor starts from the module's initial state in every
+// respect, whichever user or Instance ran it before: a module that changes
+// its memory, a global, its memory's size, a table's contents or size, or
+// drops a segment, in each run, and traps when a run starts with the change
+// already made, answers "fresh" to every run, as two users and as
+// Instances of two plugins whose modules are the same bytes. Only the
+// modules whose whole state the host restores keep an instance between
+// runs.
+func TestReactorStateIsFresh(t *testing.T) {
+	e := newEngine(t, Limits{})
+	runs := []struct{ user, plugin, instance string }{
+		{"usr_a", "inl_a", "inst_a"},
+		{"usr_b", "inl_b", "inst_b"}, // another user, another plugin's Instance
+		{"usr_b", "inl_b", "inst_b"},
+		{"usr_a", "inl_a", "inst_a2"}, // the first user's other Instance
+	}
+	for _, kind := range wasmtest.StateKinds {
+		t.Run(kind, func(t *testing.T) {
+			wasm := wasmtest.StateReactor(kind)
+			for i, r := range runs {
+				// Each plugin compiles its own copy of the bytes; the
+				// engine shares the compiled module.
+				m := compileBytes(t, e, bytes.Clone(wasm))
+				j := job(m, models.Capability{}, `{}`)
+				j.User = r.user
+				j.Request.Instance = Instance{ID: r.instance, InstallationID: r.plugin, Generation: 1}
+				res, _, err := e.Run(context.Background(), j)
+				if err != nil {
+					t.Fatalf("run %d (%s, %s): %v", i+1, r.user, r.instance, err)
+				}
+				if res.Summary != wasmtest.FreshSummary {
+					t.Fatalf("run %d answered %q", i+1, res.Summary)
+				}
+			}
+			e.mu.Lock()
+			kept := e.idle.takeAll()
+			e.mu.Unlock()
+			for _, in := range kept {
+				in.close()
+			}
+			switch {
+			case !wasmtest.Restorable(kind) && len(kept) > 0:
+				t.Errorf("%d instances were kept of a module whose state the host does not restore", len(kept))
+			case kind != "memory.grow" && wasmtest.Restorable(kind) && len(kept) == 0:
+				t.Error("no instance was kept of a module whose state the host restores")
+			}
+		})
+	}
+}

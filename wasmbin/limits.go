@@ -99,9 +99,13 @@ type Facts struct {
 	// TableElements is the most elements the module's tables may ever hold.
 	TableElements int64
 	// Restorable says that an instance's whole state is its memory and its
-	// globals: no instruction changes a table or drops a segment, so that an
-	// instance saved after initialization can be restored by writing them
-	// back.
+	// globals: no instruction of its code changes a table (table.set,
+	// table.grow, table.fill, table.copy, table.init) or drops a segment
+	// (data.drop, elem.drop), so that an instance saved after
+	// initialization can be restored by writing them back. Nothing from
+	// outside changes a table either: a module imports no table, memory or
+	// global (Check), and an instance's exports are the host's alone (no
+	// other module links to it).
 	Restorable bool
 	// Functions is the number of defined functions; CodeBytes their size.
 	Functions, CodeBytes int

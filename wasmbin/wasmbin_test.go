@@ -95,19 +95,29 @@ func TestCheck(t *testing.T) {
 // What Check learns: a Go command, a Go reactor, their memory and whether an
 // instance can be restored.
 func TestFacts(t *testing.T) {
-	for _, tt := range []struct {
+	type row struct {
 		name       string
 		wasm       []byte
 		kind       string
 		restorable bool
-	}{
+	}
+	var tests []row
+	for _, tt := range []row{
 		{"go command", wasmtest.Module(t, "../sandbox/testdata/modules", "echo"), wasmbin.KindCommand, true},
 		{"go reactor", wasmtest.Reactor(t, "../sandbox/testdata/reactors", "echo"), wasmbin.KindReactor, true},
 		{"a table that grows", wasmtest.TableGrowLoop(10, true), wasmbin.KindCommand, false},
 	} {
+		tests = append(tests, tt)
+	}
+	// Only a module whose code changes no table and drops no segment can
+	// be restored by writing back its memory and globals.
+	for _, kind := range wasmtest.StateKinds {
+		tests = append(tests, row{"a reactor that changes its " + kind, wasmtest.StateReactor(kind), wasmbin.KindReactor, wasmtest.Restorable(kind)})
+	}
+	for _, tt := range tests {
 		_, f, err := wasmbin.Check(tt.wasm, wasmbin.Limits{})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", tt.name, err)
 		}
 		if f.Kind != tt.kind || f.Restorable != tt.restorable {
 			t.Errorf("%s: kind %s restorable %v, want %s %v", tt.name, f.Kind, f.Restorable, tt.kind, tt.restorable)
