@@ -1,8 +1,11 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,4 +161,136 @@ func compileBytes(t testing.TB, e *Engine, wasm []byte) *Module {
 	}
 	t.Cleanup(func() { e.Release(m) })
 	return m
+}
+
+// A loop of a bulk instruction over as much memory or as many table
+// elements as the limits allow, 16 runs at once, each of another user and
+// Instance, ends every run as timeout: a bulk instruction is charged by
+// its length, so the host looks at the time between two of them. The
+// caller's context is only a guard, thirty times the wall time, against a
+// host that does not stop the runs; how far past its limit a run ends is
+// measured by BenchmarkBulkOverrun.
+func TestBulkInstructionsTimeOut(t *testing.T) {
+	const runs = 16
+	e := newEngine(t, bulkLimits(runs))
+	for _, kind := range wasmtest.BulkKinds {
+		t.Run(kind, func(t *testing.T) {
+			m := compileBytes(t, e, bulkLoop(kind))
+			defer e.Release(m)
+			errs := runAtOnce(e, m, runs, 30*e.Limits().Timeout)
+			for i, err := range errs {
+				if f := failure(t, err); f.Reason != models.ReasonTimeout {
+					t.Errorf("run %d: got %v (reason %q), want reason timeout", i, err, f.Reason)
+				}
+			}
+		})
+	}
+	if e.MemoryInUse() != 0 {
+		t.Errorf("after the runs, %d bytes are still charged to the memory of all runs", e.MemoryInUse())
+	}
+}
+
+// bulkMemoryBytes is the memory of a run in the tests of bulk
+// instructions: the size of the attack that found them unbounded.
+const bulkMemoryBytes = 16 << 20
+
+// bulkLimits are limits under which n runs of a bulk loop at its largest
+// run at once.
+func bulkLimits(n int) Limits {
+	l := Limits{Timeout: time.Second, MemoryBytes: bulkMemoryBytes, Concurrency: n, PerUser: n, PerInstance: n}
+	perRun := bulkMemoryBytes + stackReserve(Limits{StackBytes: DefaultStackBytes}) + fixedBytes(wasmbin.Facts{TableElements: wasmbin.DefaultMaxTableElements, Functions: 1})
+	l.TotalMemoryBytes = int64(n) * perRun
+	return l
+}
+
+// bulkLoop is a loop of the bulk instruction kind at the largest the
+// limits of bulkLimits allow.
+func bulkLoop(kind string) []byte {
+	return wasmtest.BulkLoop(kind, bulkMemoryBytes, MaxModuleBytes/2, wasmbin.DefaultMaxTableElements, wasmbin.DefaultMaxSegmentElements)
+}
+
+// runAtOnce runs the module n times at once, each as another user's
+// Instance, and returns each run's error; guard bounds the caller's wait.
+func runAtOnce(e *Engine, m *Module, n int, guard time.Duration) []error {
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j := job(m, models.Capability{}, `{}`)
+			j.User, j.Request.Instance.ID = fmt.Sprint("usr_", i), fmt.Sprint("inst_", i)
+			_, _, errs[i] = e.Run(ctx, j)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// memory.fill and memory.copy, which the instrumentation does in chunks,
+// leave memory as the instructions do: copies between overlapping ranges
+// either way, of less, exactly and more than a chunk, and an operation
+// out of bounds traps before it writes anything.
+func TestChunkedMemoryOps(t *testing.T) {
+	const pages = 128
+	const end = pages * wasmbin.PageBytes
+	const mib = 1 << 20
+	type op = wasmtest.MemoryOp
+	e := newEngine(t, Limits{})
+	for _, tt := range []struct {
+		name string
+		ops  []op
+		trap bool // the last op is out of bounds
+	}{
+		{"copy upward over itself", []op{{Dst: 7, Src: 2*mib + 1, N: 2*mib + 13}}, false},
+		{"copy downward over itself", []op{{Dst: mib + 3, Src: 0, N: 3*mib + 5}}, false},
+		{"copy of one chunk", []op{{Dst: 100, Src: 5 * mib, N: mib}}, false},
+		{"copy of less than a chunk", []op{{Dst: 5 * mib, Src: 5*mib + 10, N: 1000}}, false},
+		{"copy of nothing at the end", []op{{Dst: end, Src: 0, N: 0}}, false},
+		{"fill", []op{{Fill: true, Dst: 5*mib + 1, Value: 0xab, N: 2*mib + 9}}, false},
+		{"fill, then copy", []op{{Fill: true, Dst: 0, Value: 1, N: 3 * mib}, {Dst: 2 * mib, Src: 0, N: 4*mib + 1}}, false},
+		{"copy past the end", []op{{Fill: true, Dst: 0, Value: 2, N: mib}, {Dst: end - mib, Src: 0, N: 2 * mib}}, true},
+		{"copy from past the end", []op{{Dst: 0, Src: end - mib, N: mib + 1}}, true},
+		{"fill past the end", []op{{Fill: true, Dst: end - 3*mib, Value: 7, N: 4 * mib}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			want := make([]byte, end)
+			for i := range want {
+				want[i] = byte(i ^ i>>8)
+			}
+			for i, o := range tt.ops {
+				if tt.trap && i == len(tt.ops)-1 {
+					break
+				}
+				if o.Fill {
+					for j := range o.N {
+						want[o.Dst+j] = byte(o.Value)
+					}
+				} else {
+					copy(want[o.Dst:o.Dst+o.N], want[o.Src:o.Src+o.N])
+				}
+			}
+			m := compileBytes(t, e, wasmtest.MemoryOps(pages, tt.ops...))
+			defer e.Release(m)
+			in, err := e.newInstance(context.Background(), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.close()
+			in.io.out, in.io.err, in.io.ctx = &boundedWriter{max: 1}, &boundedWriter{max: 1}, context.Background()
+			err = in.call(context.Background(), in.entry)
+			if tt.trap != (err != nil && strings.Contains(err.Error(), "out of bounds")) {
+				t.Fatalf("trap %v, got %v", tt.trap, err)
+			}
+			if got := in.mem.bytes(); !bytes.Equal(got, want) {
+				i := 0
+				for i < len(got) && got[i] == want[i] {
+					i++
+				}
+				t.Fatalf("memory differs first at %d", i)
+			}
+		})
+	}
 }

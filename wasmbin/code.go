@@ -19,22 +19,32 @@ const (
 	opReturn       op = 0x0f
 	opCall         op = 0x10
 	opCallIndirect op = 0x11
+	opLocalGet     op = 0x20
+	opLocalSet     op = 0x21
+	opLocalTee     op = 0x22
 	opGlobalGet    op = 0x23
 	opGlobalSet    op = 0x24
 	opTableSet     op = 0x26
+	opMemorySize   op = 0x3f
 	opMemoryGrow   op = 0x40
 	opI32Const     op = 0x41
 	opI64Const     op = 0x42
 	opF32Const     op = 0x43
 	opF64Const     op = 0x44
 	opI32Eqz       op = 0x45
+	opI32LeS       op = 0x4c
 	opI32GtU       op = 0x4b
+	opI32LeU       op = 0x4d
+	opI64GtU       op = 0x56
 	opI32Add       op = 0x6a
 	opI32Sub       op = 0x6b
 	opI32Mul       op = 0x6c
+	opI32ShrU      op = 0x76
 	opI64Add       op = 0x7c
 	opI64Sub       op = 0x7d
 	opI64Mul       op = 0x7e
+	opI64Shl       op = 0x86
+	opI64ExtendU   op = 0xad
 	opRefNull      op = 0xd0
 	opRefFunc      op = 0xd2
 )
@@ -42,17 +52,33 @@ const (
 func misc(sub uint32) op { return op(0xfc<<16 | sub) }
 func simd(sub uint32) op { return op(0xfd<<16 | sub) }
 
-// Operations that change a module instance's state other than its memory
-// and globals: tables, and dropped segments.
+// Bulk operations, and those that change a module instance's state other
+// than its memory and globals: tables, and dropped segments.
 var (
 	opMemoryInit = misc(8)
 	opDataDrop   = misc(9)
+	opMemoryCopy = misc(10)
+	opMemoryFill = misc(11)
 	opTableInit  = misc(12)
 	opElemDrop   = misc(13)
 	opTableCopy  = misc(14)
 	opTableGrow  = misc(15)
 	opTableFill  = misc(17)
 )
+
+// bulkShift returns, for an instruction whose cost grows with its length
+// operand (the top of the stack: bytes of memory, or elements of a table),
+// how far that length is shifted right to give its fuel; ok is false for
+// every other instruction.
+func bulkShift(o op) (shift int, ok bool) {
+	switch o {
+	case opMemoryInit, opMemoryCopy, opMemoryFill:
+		return memoryFuelShift, true
+	case opTableInit, opTableCopy, opTableFill, opTableGrow:
+		return tableFuelShift, true
+	}
+	return 0, false
+}
 
 func (o op) String() string {
 	switch o >> 16 {
@@ -225,6 +251,9 @@ type FuncStats struct {
 	Nesting, Blocks int
 	// Height is the most operands the function can hold on its stack.
 	Height int
+	// Bulk is how many instructions charged by their length (bulkShift)
+	// the function has.
+	Bulk int
 }
 
 // walk decodes a body's instructions, calling fn with each and the nesting

@@ -27,10 +27,24 @@ const (
 	globalExportPrefix = "pluginhost.global."
 )
 
-// YieldInterval is how many loop iterations and calls a module makes
-// between two calls of yield: from about a hundred microseconds to a few
-// milliseconds of work, below the Go scheduler's own time slice.
+// YieldInterval is how many units of fuel a module spends between two
+// calls of yield: from about a hundred microseconds to a few milliseconds
+// of work, below the Go scheduler's own time slice. A loop iteration or a
+// call spends one; a bulk instruction spends one for every 1<<
+// memoryFuelShift bytes or 1<<tableFuelShift table elements it is asked
+// to touch, so that a loop of them cannot pass the time between two
+// checks of the wall time.
 const YieldInterval = 100_000
+
+// How far a bulk instruction's length is shifted right to give its fuel:
+// about the work of a loop iteration. memory.fill and memory.copy move 16
+// bytes in about the time of one iteration; table.fill, table.init and
+// table.grow write one element in about the time of two (table.copy, which
+// copies a slice, is faster; it is charged the same).
+const (
+	memoryFuelShift = 4
+	tableFuelShift  = 1
+)
 
 // GlobalExport is the name under which the instrumented module exports the
 // mutable global of index i.
@@ -68,11 +82,15 @@ const (
 )
 
 // Weight is the stack weight of a defined function's frame: its
-// parameters, results, locals and the most operands it holds at once, each
-// of which may need a slot. The module must have passed Check.
+// parameters, results, locals (with the one Instrument adds to a function
+// with bulk instructions) and the most operands it holds at once, each of
+// which may need a slot. The module must have passed Check.
 func (m *Module) Weight(i int) int64 {
 	t := m.Types[m.Funcs[i]]
 	values := int64(len(t.Params)+len(t.Results)+m.numLocals(i)) + int64(m.stats[i].Height)
+	if m.stats[i].Bulk > 0 {
+		values++
+	}
 	return frameBaseBytes + frameValueBytes*values
 }
 
@@ -83,9 +101,16 @@ func (m *Module) Weight(i int) int64 {
 //     passes stackBudget, and takes it off on every way out (return, its
 //     end, a branch to its end);
 //   - every function entry and loop iteration counts a mutable i32 global,
-//     exported as FuelExport, down, and calls the imported YieldModule.YieldName
-//     when it reaches zero (the import comes after the module's own, so the
-//     module's functions move up by one index, everywhere they are named);
+//     exported as FuelExport, down by one, and every bulk instruction
+//     (memory.fill, memory.copy, memory.init, table.fill, table.copy,
+//     table.init, table.grow) by its length shifted right (YieldInterval),
+//     before it runs (memory.fill and memory.copy become calls of two
+//     functions added after the module's, which do them in chunks and
+//     charge each chunk: bulk.go); the module calls the imported YieldModule.YieldName
+//     when the fuel is spent (the import comes after the module's own, so
+//     the module's functions move up by one index, everywhere they are
+//     named), so that the host looks at the time before every bulk
+//     instruction of more than YieldInterval units;
 //   - every mutable global the module defines is exported as
 //     GlobalExport(index), so that the host can save and restore an
 //     instance's globals.
@@ -162,17 +187,36 @@ func (m *Module) Instrument(stackBudget int64) ([]byte, error) {
 
 	// Code.
 	g := guard{stack: stack, fuel: fuel, yield: k, budget: int32(stackBudget), renumber: renumber}
-	out.Code = make([]Body, len(m.Code))
+	if len(m.Memories) == 1 {
+		// The chunked fill and copy (bulk.go), after the module's functions.
+		t := out.typeIndex(FuncType{Params: []ValType{I32, I32, I32}})
+		g.chunked = true
+		g.fill = uint32(out.importedFuncs + len(m.Code))
+		g.copy = g.fill + 1
+		out.Funcs = append(append([]uint32(nil), m.Funcs...), t, t)
+	}
+	out.Code = make([]Body, len(m.Code), len(m.Code)+2)
 	for i, b := range m.Code {
 		w := m.Weight(i)
 		if w > stackBudget {
 			return nil, &LimitError{Limit: "stack weight of one frame", Max: stackBudget, Got: w, Where: m.funcName(i)}
 		}
-		code, err := g.body(b, int32(w), out.blockTypeOf(m.Types[m.Funcs[i]].Results))
+		t := m.Types[m.Funcs[i]]
+		// A function with bulk instructions gets a local of its own, after
+		// the module's, that holds each one's length while it is charged.
+		scratch := uint32(len(t.Params) + m.numLocals(i))
+		code, err := g.body(b, int32(w), out.blockTypeOf(t.Results), scratch)
 		if err != nil {
 			return nil, &Error{b.off, fmt.Errorf("%s: %v", m.funcName(i), err)}
 		}
-		out.Code[i] = Body{Locals: b.Locals, Code: code, off: b.off}
+		locals := b.Locals
+		if m.stats[i].Bulk > 0 {
+			locals = append(append([]Local(nil), b.Locals...), Local{Count: 1, Type: I32})
+		}
+		out.Code[i] = Body{Locals: locals, Code: code, off: b.off}
+	}
+	if g.chunked {
+		out.Code = append(out.Code, Body{Code: g.chunkedFill()}, Body{Code: g.chunkedCopy()})
 	}
 	return out.Encode(), nil
 }
@@ -248,14 +292,20 @@ type guard struct {
 	stack, fuel, yield uint32
 	budget             int32
 	renumber           func(uint32) uint32
+	// chunked says that the module has a memory, and fill and copy are
+	// the functions that do its memory.fill and memory.copy in chunks.
+	chunked    bool
+	fill, copy uint32
 }
 
 // body wraps a body: the entry (stack weight added and checked, fuel
 // counted), then the original code in a block of the function's results (so
 // that a branch to the function's end lands before the exit), then the
-// exit; each return takes the exit first, and each loop counts fuel at the
-// start of every iteration. Function indices are renumbered.
-func (g guard) body(b Body, weight int32, blockType []byte) ([]byte, error) {
+// exit; each return takes the exit first, each loop counts fuel at the
+// start of every iteration, and each bulk instruction is charged its
+// length first, through the local scratch. Function indices are
+// renumbered.
+func (g guard) body(b Body, weight int32, blockType []byte, scratch uint32) ([]byte, error) {
 	w := &writer{b: make([]byte, 0, len(b.Code)+64)}
 	exit := func() {
 		w.byte(byte(opGlobalGet))
@@ -298,6 +348,17 @@ func (g guard) body(b Body, weight int32, blockType []byte) ([]byte, error) {
 			w.byte(byte(in.op))
 			w.u32(g.renumber(in.imm))
 			return nil
+		case g.chunked && (in.op == opMemoryFill || in.op == opMemoryCopy):
+			w.byte(byte(opCall))
+			if in.op == opMemoryFill {
+				w.u32(g.fill)
+			} else {
+				w.u32(g.copy)
+			}
+			return nil
+		}
+		if shift, ok := bulkShift(in.op); ok {
+			g.chargeLength(w, scratch, shift)
 		}
 		w.raw(b.Code[start:end])
 		if in.op == opLoop {
@@ -306,6 +367,36 @@ func (g guard) body(b Body, weight int32, blockType []byte) ([]byte, error) {
 		return nil
 	})
 	return w.b, err
+}
+
+// chargeLength writes, before a bulk instruction whose length is the i32
+// on top of the stack (left there): fuel -= length >> shift; if fuel <= 0
+// { yield(); fuel = YieldInterval }. The fuel stays within an i32: it is
+// at most YieldInterval before, and a length is below 1<<32.
+func (g guard) chargeLength(w *writer, scratch uint32, shift int) {
+	w.byte(byte(opLocalTee))
+	w.u32(scratch)
+	g.spend(w, func() { w.localGet(scratch) }, shift)
+}
+
+// spend writes: fuel -= length >> shift; if fuel <= 0 { yield(); fuel =
+// YieldInterval }, where length is what length writes.
+func (g guard) spend(w *writer, length func(), shift int) {
+	w.byte(byte(opGlobalGet))
+	w.u32(g.fuel)
+	length()
+	w.byte(byte(opI32Const))
+	w.sleb(int64(shift))
+	w.byte(byte(opI32ShrU))
+	w.byte(byte(opI32Sub))
+	w.byte(byte(opGlobalSet))
+	w.u32(g.fuel)
+	w.byte(byte(opGlobalGet))
+	w.u32(g.fuel)
+	w.byte(byte(opI32Const))
+	w.sleb(0)
+	w.byte(byte(opI32LeS))
+	g.refuel(w)
 }
 
 // countFuel writes: fuel -= 1; if fuel == 0 { yield(); fuel = YieldInterval }.
@@ -320,6 +411,12 @@ func (g guard) countFuel(w *writer) {
 	w.byte(byte(opGlobalGet))
 	w.u32(g.fuel)
 	w.byte(byte(opI32Eqz))
+	g.refuel(w)
+}
+
+// refuel writes: if (the i32 on top of the stack) { yield(); fuel =
+// YieldInterval }.
+func (g guard) refuel(w *writer) {
 	w.byte(byte(opIf))
 	w.byte(0x40)
 	w.byte(byte(opCall))

@@ -34,8 +34,12 @@ type Limits struct {
 	// counts they name (MaxParams: parameters, or results, of one type).
 	MaxTypes, MaxParams, MaxImports, MaxExports, MaxGlobals int
 	// MaxTables bounds tables; MaxTableElements bounds the elements all of
-	// them may ever hold together, and those of the element segments.
+	// them may ever hold together.
 	MaxTables, MaxTableElements int
+	// MaxSegmentElements bounds the elements of all element segments
+	// together: the engine makes each of them, one at a time, for every
+	// instance, before a run can be stopped (about 300 ns each).
+	MaxSegmentElements int
 	// MaxElementSegments and MaxDataSegments bound the segments.
 	MaxElementSegments, MaxDataSegments int
 	// MemoryBytes bounds the memory an instance starts with. Zero takes
@@ -60,6 +64,7 @@ const (
 	DefaultMaxGlobals                 = 10_000
 	DefaultMaxTables                  = 16
 	DefaultMaxTableElements           = 1 << 20
+	DefaultMaxSegmentElements         = 1 << 16
 	DefaultMaxElementSegments         = 10_000
 	DefaultMaxDataSegments            = 100_000
 	DefaultMemoryBytes                = 64 << 20
@@ -84,6 +89,7 @@ func (l Limits) withDefaults() Limits {
 	l.MaxGlobals = cmp.Or(l.MaxGlobals, DefaultMaxGlobals)
 	l.MaxTables = cmp.Or(l.MaxTables, DefaultMaxTables)
 	l.MaxTableElements = cmp.Or(l.MaxTableElements, DefaultMaxTableElements)
+	l.MaxSegmentElements = cmp.Or(l.MaxSegmentElements, DefaultMaxSegmentElements)
 	l.MaxElementSegments = cmp.Or(l.MaxElementSegments, DefaultMaxElementSegments)
 	l.MaxDataSegments = cmp.Or(l.MaxDataSegments, DefaultMaxDataSegments)
 	l.MemoryBytes = cmp.Or(l.MemoryBytes, DefaultMemoryBytes)
@@ -330,6 +336,9 @@ func (m *Module) funcStats(i int, lim Limits, changes *stateChanges) (FuncStats,
 				changes.tables++
 			case opDataDrop, opElemDrop:
 				changes.drops++
+			}
+			if _, ok := bulkShift(in.op); ok {
+				st.Bulk++
 			}
 			p, q := effect(in.op)
 			pop(p)

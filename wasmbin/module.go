@@ -428,9 +428,9 @@ func (m *Module) readElements(s *reader, lim Limits) {
 		case el.Flags >= 5:
 			el.Type = byte(s.refType())
 		}
-		items := s.count("elements of a segment", lim.MaxTableElements, 1)
-		if total += int64(items); total > int64(lim.MaxTableElements) {
-			s.fail(&LimitError{Limit: "table elements in element segments", Max: int64(lim.MaxTableElements), Got: total})
+		items := s.count("elements of a segment", lim.MaxSegmentElements, 1)
+		if total += int64(items); total > int64(lim.MaxSegmentElements) {
+			s.fail(&LimitError{Limit: "table elements in element segments", Max: int64(lim.MaxSegmentElements), Got: total})
 			return
 		}
 		for range items {

@@ -49,7 +49,7 @@ func strip(m *wasmbin.Module) any {
 func TestCheck(t *testing.T) {
 	header := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
 	echo := wasmtest.Module(t, "../sandbox/testdata/modules", "echo")
-	small := wasmbin.Limits{MaxNesting: 8, MaxBlocks: 20, MaxLocalsTimesBlocks: 1000, MaxTableElements: 100, MemoryBytes: 4 * wasmbin.PageBytes}
+	small := wasmbin.Limits{MaxNesting: 8, MaxBlocks: 20, MaxLocalsTimesBlocks: 1000, MaxTableElements: 100, MaxSegmentElements: 50, MemoryBytes: 4 * wasmbin.PageBytes}
 	for _, tt := range []struct {
 		name   string
 		wasm   []byte
@@ -75,6 +75,8 @@ func TestCheck(t *testing.T) {
 		{"a growing table at the limit", wasmtest.TableGrowLoop(100, true), small, ""},
 		{"a growing table past the limit", wasmtest.TableGrowLoop(101, true), small, "elements the tables may hold is 101"},
 		{"a growing table without a maximum", wasmtest.TableGrowLoop(0, false), small, "has no maximum"},
+		{"element segments at the limit", wasmtest.BulkLoop("table.init", wasmbin.PageBytes, 0, 100, 50), small, ""},
+		{"element segments past the limit", wasmtest.BulkLoop("table.init", wasmbin.PageBytes, 0, 100, 51), small, "elements of a segment is 51; the host's limit is 50"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := wasmbin.Check(tt.wasm, tt.limits)
