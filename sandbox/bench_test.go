@@ -104,9 +104,10 @@ func BenchmarkHostileSet16(b *testing.B) {
 	b.ReportMetric(float64(peak-base)/1024, "peak-above-idle-MiB")
 }
 
-// BenchmarkBulkOverrun runs, for each bulk instruction, 16 loops of it at
-// once at the largest sizes the limits allow (TestBulkInstructionsTimeOut's
-// set-up, a wall time of 1 s), and reports how far past the wall time the
+// BenchmarkBulkOverrun runs, for each bulk instruction and each call of
+// WASI whose cost grows with its length, 16 loops of it at once at the
+// largest sizes the limits allow (TestBulkInstructionsTimeOut's and
+// TestLongHostCallsTimeOut's set-up, a wall time of 1 s), and reports how far past the wall time the
 // runs ended (the median and the latest of the 16, over all instructions),
 // and the process's CPU time in the 200 ms after the last one ended. The
 // targets are a latest overrun under 500 ms and the CPU back to idle.
@@ -116,14 +117,18 @@ func BenchmarkBulkOverrun(b *testing.B) {
 	const runs = 16
 	e := newEngine(b, bulkLimits(runs))
 	modules := map[string]*Module{}
+	kinds := append(slices.Clone(wasmtest.BulkKinds), wasmtest.HostCallKinds...)
 	for _, kind := range wasmtest.BulkKinds {
 		modules[kind] = compileBytes(b, e, bulkLoop(kind))
+	}
+	for _, kind := range wasmtest.HostCallKinds {
+		modules[kind] = compileBytes(b, e, wasmtest.HostCallLoop(kind, bulkMemoryBytes))
 	}
 	var overruns []time.Duration
 	var after time.Duration
 	b.ResetTimer()
 	for range b.N {
-		for _, kind := range wasmtest.BulkKinds {
+		for _, kind := range kinds {
 			var mu sync.Mutex
 			var wg sync.WaitGroup
 			for i := range runs {
@@ -154,5 +159,5 @@ func BenchmarkBulkOverrun(b *testing.B) {
 	p50, _ := wasmtest.Percentiles(overruns)
 	b.ReportMetric(p50, "overrun-p50-ms")
 	b.ReportMetric(float64(slices.Max(overruns).Microseconds())/1000, "overrun-max-ms")
-	b.ReportMetric(float64(after.Microseconds())/1000/float64(b.N*len(wasmtest.BulkKinds)), "cpu-ms-in-200ms-after")
+	b.ReportMetric(float64(after.Microseconds())/1000/float64(b.N*len(kinds)), "cpu-ms-in-200ms-after")
 }

@@ -207,15 +207,22 @@ func hostRuntime(ctx context.Context, cfg wazero.RuntimeConfig) (wazero.Runtime,
 // goroutines waiting for a processor run, so that a long run shares the
 // processor it holds.
 func yield(ctx context.Context, mod api.Module) {
-	if err := ctx.Err(); err != nil {
-		code := uint32(sys.ExitCodeContextCanceled)
-		if errors.Is(err, context.DeadlineExceeded) {
-			code = sys.ExitCodeDeadlineExceeded
-		}
-		mod.CloseWithExitCode(ctx, code)
-		panic(sys.NewExitError(code))
+	if ctx.Err() != nil {
+		stop(ctx, mod)
 	}
 	runtime.Gosched()
+}
+
+// stop ends a run whose context is done, from a call of the host: it
+// closes the instance with the exit code of the context's end and unwinds
+// the module's stack.
+func stop(ctx context.Context, mod api.Module) {
+	code := uint32(sys.ExitCodeContextCanceled)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		code = sys.ExitCodeDeadlineExceeded
+	}
+	mod.CloseWithExitCode(ctx, code)
+	panic(sys.NewExitError(code))
 }
 
 // Limits returns the engine's limits, defaults filled in.

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -289,11 +288,6 @@ func sleep(ctx context.Context, ns int64) {
 	case <-ctx.Done():
 	}
 }
-
-// randReader is the module's source of random bytes.
-type randReader struct{}
-
-func (randReader) Read(p []byte) (int, error) { return rand.Read(p) }
 
 // acquire takes a run slot for the Instance, one for the user and one
 // overall, waiting at most QueueWait (or until the caller's deadline, if

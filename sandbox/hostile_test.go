@@ -294,3 +294,23 @@ func TestChunkedMemoryOps(t *testing.T) {
 		})
 	}
 }
+
+// A loop of a call of WASI whose cost grows with its length (random_get
+// over the whole memory, fd_write of an iovec for every 8 bytes of it), 16
+// runs at once, ends every run as timeout: the host looks at the time in
+// the streams and the random source the calls use.
+func TestLongHostCallsTimeOut(t *testing.T) {
+	const runs = 16
+	e := newEngine(t, bulkLimits(runs))
+	for _, kind := range wasmtest.HostCallKinds {
+		t.Run(kind, func(t *testing.T) {
+			m := compileBytes(t, e, wasmtest.HostCallLoop(kind, bulkMemoryBytes))
+			defer e.Release(m)
+			for i, err := range runAtOnce(e, m, runs, 30*e.Limits().Timeout) {
+				if f := failure(t, err); f.Reason != models.ReasonTimeout {
+					t.Errorf("run %d: got %v (reason %q), want reason timeout", i, err, f.Reason)
+				}
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -32,20 +33,57 @@ type instance struct {
 }
 
 // stdio is an instance's standard streams and the context of the run
-// under way, set anew for each run.
+// under way, set anew for each run, and the instance's module.
 type stdio struct {
 	in       bytes.Reader
 	out, err *boundedWriter
 	ctx      context.Context
+	mod      api.Module
+}
+
+// check stops the run when its context is done. The streams, the random
+// source and the sleep of the module call it: a call of WASI that works
+// in as many pieces as the module asks for (an iovec each, a chunk of
+// random bytes) ends there, not at the module's next yield.
+func (s *stdio) check() {
+	if s.ctx != nil && s.mod != nil && s.ctx.Err() != nil {
+		stop(s.ctx, s.mod)
+	}
 }
 
 type stdinOf struct{ s *stdio }
 type stdoutOf struct{ s *stdio }
 type stderrOf struct{ s *stdio }
+type randOf struct{ s *stdio }
 
-func (r stdinOf) Read(p []byte) (int, error)   { return r.s.in.Read(p) }
-func (w stdoutOf) Write(p []byte) (int, error) { return w.s.out.Write(p) }
-func (w stderrOf) Write(p []byte) (int, error) { return w.s.err.Write(p) }
+func (r stdinOf) Read(p []byte) (int, error) {
+	r.s.check()
+	return r.s.in.Read(p)
+}
+
+func (w stdoutOf) Write(p []byte) (int, error) {
+	w.s.check()
+	return w.s.out.Write(p)
+}
+
+func (w stderrOf) Write(p []byte) (int, error) {
+	w.s.check()
+	return w.s.err.Write(p)
+}
+
+// randChunk is the most random bytes made between two checks of the run's
+// time: a few tens of microseconds of work.
+const randChunk = 64 << 10
+
+func (r randOf) Read(p []byte) (int, error) {
+	for off := 0; off < len(p); off += randChunk {
+		r.s.check()
+		if _, err := rand.Read(p[off:min(off+randChunk, len(p))]); err != nil {
+			return off, err
+		}
+	}
+	return len(p), nil
+}
 
 // bytes returns what the writer kept; a nil writer kept nothing.
 
@@ -87,7 +125,10 @@ func (e *Engine) instantiate(ctx context.Context, m *Module, deterministic bool)
 		WithStdin(stdinOf{in.io}).
 		WithStdout(stdoutOf{in.io}).
 		WithStderr(stderrOf{in.io}).
-		WithNanosleep(func(ns int64) { sleep(in.io.ctx, ns) }).
+		WithNanosleep(func(ns int64) {
+			sleep(in.io.ctx, ns)
+			in.io.check()
+		}).
 		WithStartFunctions() // the run calls its entry itself
 	if deterministic {
 		var tick atomic.Int64
@@ -96,7 +137,7 @@ func (e *Engine) instantiate(ctx context.Context, m *Module, deterministic bool)
 			WithNanotime(func() int64 { return tick.Add(int64(time.Microsecond)) }, sys.ClockResolution(time.Microsecond)).
 			WithRandSource(zeros{})
 	} else {
-		cfg = cfg.WithSysWalltime().WithSysNanotime().WithRandSource(randReader{})
+		cfg = cfg.WithSysWalltime().WithSysNanotime().WithRandSource(randOf{in.io})
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -128,6 +169,7 @@ func (e *Engine) instantiate(ctx context.Context, m *Module, deterministic bool)
 		return nil, models.CapabilityFailed(models.ReasonExit, "the module could not start: %s", trimTrace(err))
 	}
 	in.mod = mod
+	in.io.mod = mod
 	in.mem = alloc.mem
 	name := "_start"
 	if m.facts.Kind == wasmbin.KindReactor {

@@ -69,10 +69,11 @@ var (
 // bulkShift returns, for an instruction whose cost grows with its length
 // operand (the top of the stack: bytes of memory, or elements of a table),
 // how far that length is shifted right to give its fuel; ok is false for
-// every other instruction.
+// every other instruction, and for memory.fill and memory.copy, which the
+// instrumentation does in chunks that charge their own fuel (bulk.go).
 func bulkShift(o op) (shift int, ok bool) {
 	switch o {
-	case opMemoryInit, opMemoryCopy, opMemoryFill:
+	case opMemoryInit:
 		return memoryFuelShift, true
 	case opTableInit, opTableCopy, opTableFill, opTableGrow:
 		return tableFuelShift, true

@@ -102,15 +102,14 @@ func (m *Module) Weight(i int) int64 {
 //     end, a branch to its end);
 //   - every function entry and loop iteration counts a mutable i32 global,
 //     exported as FuelExport, down by one, and every bulk instruction
-//     (memory.fill, memory.copy, memory.init, table.fill, table.copy,
-//     table.init, table.grow) by its length shifted right (YieldInterval),
-//     before it runs (memory.fill and memory.copy become calls of two
-//     functions added after the module's, which do them in chunks and
-//     charge each chunk: bulk.go); the module calls the imported YieldModule.YieldName
-//     when the fuel is spent (the import comes after the module's own, so
-//     the module's functions move up by one index, everywhere they are
-//     named), so that the host looks at the time before every bulk
-//     instruction of more than YieldInterval units;
+//     (memory.init, table.fill, table.copy, table.init, table.grow) by its
+//     length shifted right (YieldInterval), before it runs; memory.fill
+//     and memory.copy become calls of two functions added after the
+//     module's, which do them in chunks and charge each chunk before it
+//     (bulk.go). The module calls the imported YieldModule.YieldName when
+//     the fuel is spent (the import comes after the module's own, so the
+//     module's functions move up by one index, everywhere they are named):
+//     the host looks at the time at least every YieldInterval units;
 //   - every mutable global the module defines is exported as
 //     GlobalExport(index), so that the host can save and restore an
 //     instance's globals.
