@@ -19,8 +19,11 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -76,14 +79,59 @@ func newLogger(w io.Writer, level, format string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// tuneRuntime sets the garbage collector's pacing for a server: unless GOGC
-// is set, the heap may grow to three times the live data between collections
-// (GOGC=200), which halves collections for a modest amount of memory.
+// tuneRuntime sets the garbage collector's pacing for a server, unless GOGC
+// is set: the heap may grow to three times the live data between
+// collections (GOGC=200), and to at least heapFloor. A server whose live
+// data is a few MiB would otherwise collect every few hundred requests; one
+// with hundreds of MiB live (thousands of subscribers) is paced by GOGC=200
+// alone, so the floor costs it nothing.
 func tuneRuntime() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
+	if os.Getenv("GOGC") != "" {
+		return
 	}
+	floorOnce.Do(func() {
+		debug.SetGCPercent(gcPercent)
+		floorPercent.Store(gcPercent)
+		keepHeapFloor(new(floorMark))
+	})
 }
+
+// The collector's pacing of tuneRuntime.
+const (
+	gcPercent = 200
+	heapFloor = 64 << 20 // the least heap goal, in bytes
+)
+
+var floorOnce sync.Once
+
+// floorMark is an object nothing keeps: its finalizer runs after each
+// collection that finds it unreachable, that is after every cycle.
+type floorMark struct{ _ *byte } // a pointer: never a tiny allocation, which finalizes late
+
+// keepHeapFloor sets, after each collection, the GC percentage that makes
+// the next heap goal about heapFloor, never below gcPercent; then arms
+// itself for the next collection. The goal is the live heap plus the
+// percentage of what the collector scans (heap, stacks and globals), which
+// the goal the runtime computed with the percentage in force gives.
+func keepHeapFloor(m *floorMark) {
+	runtime.SetFinalizer(m, func(*floorMark) {
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+		metrics.Read(sample)
+		pct := gcPercent
+		if sample[0].Value.Kind() == metrics.KindUint64 && sample[1].Value.Kind() == metrics.KindUint64 {
+			live, goal := sample[0].Value.Uint64(), sample[1].Value.Uint64()
+			if scanned := (goal - live) * 100 / uint64(floorPercent.Load()); goal > live && live < heapFloor && scanned > 0 {
+				pct = max(pct, int((heapFloor-live)*100/scanned))
+			}
+		}
+		floorPercent.Store(int64(pct))
+		debug.SetGCPercent(pct)
+		keepHeapFloor(new(floorMark))
+	})
+}
+
+// floorPercent is the GC percentage keepHeapFloor set last.
+var floorPercent atomic.Int64
 
 // serveCommand is `pluginhost serve`: its flags, then the server's life from
 // start to a clean shutdown on SIGINT or SIGTERM.
