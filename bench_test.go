@@ -54,6 +54,10 @@ const benchClients = 32
 // (http-x, http-p99-x: the target is over 4 and under 1).
 //
 //	go test -run '^$' -bench StorageUpdate -benchtime 30000x -count 3 .
+//
+// With PLUGINHOST_BENCH_SERVER_PROFILE=FILE, the http run also writes the
+// server's CPU profile of its first 15 seconds to FILE (through the admin's
+// /debug/pprof/profile): make the run last longer than that.
 func BenchmarkStorageUpdate(b *testing.B) {
 	var direct, overHTTP *result
 	b.Run("direct", func(b *testing.B) { direct = startDirect(b).run(b) })
@@ -81,8 +85,11 @@ type result struct{ rate, p99 float64 }
 // revision after it.
 type target struct {
 	update func(c int, rev int64, n int) (int64, error)
-	pid    int // the server's process, whose CPU time is reported; 0: this one
-	revs   []int64
+	// profile, when set, starts the server's CPU profile as the updates
+	// start; the returned function waits for it to be written.
+	profile func() (wait func())
+	pid     int // the server's process, whose CPU time is reported; 0: this one
+	revs    []int64
 }
 
 // run sends b.N updates from benchClients clients and reports them.
@@ -98,6 +105,11 @@ func (tg *target) run(b *testing.B) *result {
 	var wg sync.WaitGroup
 	var failed atomic.Value
 	cpu0, client0 := processCPU(tg.pid), processCPU(0)
+	wait := func() {}
+	if tg.profile != nil {
+		wait = tg.profile()
+	}
+	defer wait()
 	b.ResetTimer()
 	start := time.Now()
 	for c := range benchClients {
@@ -243,9 +255,37 @@ func startPluginhost(b *testing.B) *target {
 		gql(tok, `mutation($i:ID!){storageCreate(instanceId:$i,namespace:"n",key:"k",value:{count:0}){summary}}`, map[string]any{"i": instances[i]})
 	}
 
+	var profile func() func()
+	if out := os.Getenv("PLUGINHOST_BENCH_SERVER_PROFILE"); out != "" {
+		admin := cli("token", "create", "--user", "benchadmin", "--admin", "--db", db)
+		profile = func() func() {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				req, _ := http.NewRequest("GET", base+"/debug/pprof/profile?seconds=15", nil)
+				req.Header.Set("Authorization", "Bearer "+admin)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Errorf("server profile: %v", err)
+					return
+				}
+				defer resp.Body.Close()
+				f, err := os.Create(out)
+				if err == nil {
+					_, err = io.Copy(f, resp.Body)
+					f.Close()
+				}
+				if err != nil || resp.StatusCode != 200 {
+					b.Errorf("server profile: status %d, %v", resp.StatusCode, err)
+				}
+			}()
+			return func() { <-done }
+		}
+	}
+
 	const query = `mutation($i:ID!,$v:JSON!,$r:Int!){storageUpdate(instanceId:$i,namespace:"n",key:"k",value:$v,revision:$r){evidence{revision}}}`
 	prefix := []byte(`{"query":` + strconv.Quote(query) + `,"variables":{"i":"`)
-	return &target{pid: srv.Process.Pid, update: func(c int, rev int64, n int) (int64, error) {
+	return &target{pid: srv.Process.Pid, profile: profile, update: func(c int, rev int64, n int) (int64, error) {
 		// The load client shares the machine with the server, so it is kept
 		// lean: bodies are appended from fixed parts.
 		body := append(prefix[:len(prefix):len(prefix)], instances[c]...)
