@@ -196,7 +196,7 @@ func (s *Service) create(ctx context.Context, tx *sql.Tx, c models.Caller, sc *s
 		return mutation{}, database.ItemRow{}, err
 	}
 	row, err := s.createItem(ctx, tx, sc, ns, key, v)
-	return mutation{ns: ns.ID, key: key, op: models.OpCreate, after: 1, valueBytes: int64(len(v))}, row, err
+	return mutation{ns: ns.ID, key: key, op: models.OpCreate, after: 1, valueBytes: int64(len(v)), head: headOf(row)}, row, err
 }
 
 func (s *Service) update(ctx context.Context, tx *sql.Tx, c models.Caller, sc *scope, namespace, key string, v []byte, revision int64) (mutation, database.ItemRow, error) {
@@ -208,7 +208,12 @@ func (s *Service) update(ctx context.Context, tx *sql.Tx, c models.Caller, sc *s
 		return mutation{}, database.ItemRow{}, err
 	}
 	row, err := s.updateItem(ctx, tx, sc, ns, key, v, revision)
-	return mutation{ns: ns.ID, key: key, op: models.OpUpdate, before: revision, after: row.Revision, valueBytes: int64(len(v))}, row, err
+	return mutation{ns: ns.ID, key: key, op: models.OpUpdate, before: revision, after: row.Revision, valueBytes: int64(len(v)), head: headOf(row)}, row, err
+}
+
+// headOf is what the writer keeps of an item it wrote.
+func headOf(row database.ItemRow) *itemHead {
+	return &itemHead{size: row.Size, revision: row.Revision, createdAt: row.CreatedAt}
 }
 
 func (s *Service) delete(ctx context.Context, tx *sql.Tx, c models.Caller, sc *scope, namespace, key string, revision int64) (mutation, database.ItemRow, error) {
@@ -301,12 +306,19 @@ func (s *Service) createItem(ctx context.Context, tx *sql.Tx, sc *scope, ns mode
 	return row, s.addUsage(ctx, tx, sc, size)
 }
 
-// updateItem replaces a value at the expected revision.
+// updateItem replaces a value at the expected revision. The SQLite writer
+// knows the items it wrote (scopeCache.item) and does not read them again.
 func (s *Service) updateItem(ctx context.Context, tx *sql.Tx, sc *scope, ns models.NamespaceDecl, key string, v []byte, revision int64) (database.ItemRow, error) {
 	q := &s.q
-	row, err := readItemHead(ctx, on(ctx, tx, q.itemHead), sc.InstanceID, ns.ID, key)
-	if err != nil {
-		return row, err
+	var row database.ItemRow
+	h, kept := sc.cache.item(sc.InstanceID, ns.ID, key)
+	if kept {
+		row = database.ItemRow{InstanceID: sc.InstanceID, Namespace: ns.ID, Key: key, Size: h.size, Revision: h.revision, CreatedAt: h.createdAt}
+	} else {
+		var err error
+		if row, err = readItemHead(ctx, on(ctx, tx, q.itemHead), sc.InstanceID, ns.ID, key); err != nil {
+			return row, err
+		}
 	}
 	if row.Revision != revision {
 		return row, models.Errorf(models.ErrConflict, "stale revision for %q in namespace %q: given %d, current %d; read it again and retry", key, ns.ID, revision, row.Revision)
@@ -324,6 +336,7 @@ func (s *Service) updateItem(ctx context.Context, tx *sql.Tx, sc *scope, ns mode
 		return row, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		sc.cache.forget(sc.InstanceID, ns.ID, key) // (never expected: the cache follows every change)
 		return row, staleOr(err, key, ns.ID)
 	}
 	return row, s.addUsage(ctx, tx, sc, size-old)

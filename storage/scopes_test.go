@@ -83,6 +83,53 @@ func TestWritesSeeOtherChanges(t *testing.T) {
 			})
 		}
 
+		// The writer keeps the items it wrote too: an item changed since,
+		// by anything else, is decided on as it is now.
+		for i, tc := range []struct {
+			name   string
+			change func(t *testing.T, c models.Caller, inst *models.Instance)
+			want   models.Code
+		}{
+			{name: "item moved on by another connection", want: models.ErrConflict,
+				change: func(t *testing.T, _ models.Caller, inst *models.Instance) {
+					exec(t, "UPDATE storage_items SET revision = revision + 5 WHERE instance_id = ?", inst.ID)
+				}},
+			{name: "item deleted by another connection", want: models.ErrNotFound,
+				change: func(t *testing.T, _ models.Caller, inst *models.Instance) {
+					exec(t, "DELETE FROM storage_items WHERE instance_id = ?", inst.ID)
+				}},
+			{name: "items reset by the host", want: models.ErrNotFound,
+				change: func(t *testing.T, c models.Caller, inst *models.Instance) {
+					if _, err := e.Store.Reset(ctx, c, inst.ID); err != nil {
+						t.Fatal(err)
+					}
+				}},
+			{name: "item deleted and created again by the host", want: models.ErrConflict,
+				change: func(t *testing.T, c models.Caller, inst *models.Instance) {
+					if _, err := e.Store.Delete(ctx, c, inst.ID, "n", "k", 2); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := e.Store.Create(ctx, c, inst.ID, "n", "k", js(3)); err != nil {
+						t.Fatal(err)
+					}
+				}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				u := e.User(t, "items"+string(rune('a'+i)))
+				inst := e.Instance(t, u, e.Install(t, u, manifest))
+				c := models.Caller{UserID: u.ID}
+				if _, err := e.Store.Create(ctx, c, inst.ID, "n", "k", js(1)); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.Store.Update(ctx, c, inst.ID, "n", "k", js(2), 1); err != nil {
+					t.Fatal(err)
+				}
+				tc.change(t, c, inst)
+				_, err := e.Store.Update(ctx, c, inst.ID, "n", "k", js(4), 2)
+				wantCode(t, err, tc.want)
+			})
+		}
+
 		t.Run("storage revision moved by another connection", func(t *testing.T) {
 			u := e.User(t, "revisions")
 			inst := e.Instance(t, u, e.Install(t, u, manifest))

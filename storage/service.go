@@ -57,22 +57,76 @@ type Service struct {
 // have changed the database (see batchTx). Nil is an empty cache that keeps
 // nothing.
 type scopeCache struct {
-	scopes map[string]*scope // by Instance, as after the writes so far
-	used   map[string]int64  // each Installation's used bytes so far
+	scopes map[string]*scope    // by Instance, as after the writes so far
+	used   map[string]int64     // each Installation's used bytes so far
+	items  map[itemRef]itemHead // the items the writer wrote, as it left them
 }
 
-// maxCachedScopes bounds the Instances a scopeCache keeps; past it, it
-// starts again empty.
-const maxCachedScopes = 4096
+// itemRef names an item.
+type itemRef struct{ instanceID, ns, key string }
+
+// itemHead is what an update needs of the item it replaces.
+type itemHead struct{ size, revision, createdAt int64 }
+
+// maxCachedScopes and maxCachedItems bound the Instances and items a
+// scopeCache keeps; past either, it starts again empty.
+const (
+	maxCachedScopes = 4096
+	maxCachedItems  = 16384
+)
 
 func newScopeCache() *scopeCache {
-	return &scopeCache{scopes: map[string]*scope{}, used: map[string]int64{}}
+	return &scopeCache{scopes: map[string]*scope{}, used: map[string]int64{}, items: map[itemRef]itemHead{}}
 }
 
 // reset empties the cache.
 func (c *scopeCache) reset() {
 	clear(c.scopes)
 	clear(c.used)
+	clear(c.items)
+}
+
+// item returns an item as the writer left it, if it kept it.
+func (c *scopeCache) item(instanceID, ns, key string) (itemHead, bool) {
+	if c == nil {
+		return itemHead{}, false
+	}
+	h, ok := c.items[itemRef{instanceID, ns, key}]
+	return h, ok
+}
+
+// forget drops an item the cache may have wrong.
+func (c *scopeCache) forget(instanceID, ns, key string) {
+	if c != nil {
+		delete(c.items, itemRef{instanceID, ns, key})
+	}
+}
+
+// wrote records the items a successful write of an Instance left: those it
+// created or updated as they are now, none it deleted, and none of the
+// Instance's after a change of anything else (a reset).
+func (c *scopeCache) wrote(instanceID string, muts []mutation) {
+	if c == nil {
+		return
+	}
+	if len(c.items)+len(muts) > maxCachedItems {
+		clear(c.items)
+	}
+	for _, m := range muts {
+		ref := itemRef{instanceID, m.ns, m.key}
+		switch {
+		case m.head != nil:
+			c.items[ref] = *m.head
+		case m.key != "":
+			delete(c.items, ref)
+		default:
+			for r := range c.items {
+				if r.instanceID == instanceID {
+					delete(c.items, r)
+				}
+			}
+		}
+	}
 }
 
 // get returns a copy of a cached scope, with its Installation's current usage.
@@ -110,6 +164,7 @@ type mutation struct {
 	before     int64 // item revision before (0: none)
 	after      int64 // item revision after (0: none)
 	valueBytes int64
+	head       *itemHead // the item after a create or update
 }
 
 // scope is an Instance a caller may use, with what the storage rules need
@@ -127,6 +182,7 @@ type scope struct {
 	AIConsent       bool
 	manifest        *models.Manifest
 	storage         *models.StorageDecl // the manifest's storage declaration
+	cache           *scopeCache         // the writer's, in its transaction; else nil
 }
 
 // scanScope reads the scope of an Instance from a result of scopeSQL; nil,
@@ -331,11 +387,13 @@ func (s *Service) apply(ctx context.Context, tx *sql.Tx, c models.Caller, instan
 	if err != nil {
 		return nil, err
 	}
+	sc.cache = cache
 	muts, err := fn(ctx, tx, sc)
 	if err != nil || len(muts) == 0 {
 		return nil, err
 	}
 	defer cache.put(sc, len(muts))
+	defer cache.wrote(sc.InstanceID, muts)
 	if _, err := on(ctx, tx, s.q.bump).ExecContext(ctx, len(muts), sc.InstanceID); err != nil {
 		return nil, err
 	}
