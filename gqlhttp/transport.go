@@ -201,16 +201,18 @@ func (t httpTransport) fromBody(w http.ResponseWriter, r *http.Request) (*graphq
 	if rerr := t.checkDepth(depth, "the body"); rerr != nil {
 		return nil, release, rerr
 	}
-	v, rerr := t.decodeJSON(body, "the body")
-	if rerr != nil {
-		return nil, release, rerr
-	}
-	obj, ok := v.(map[string]any)
+	obj, ok := decodeObject(body)
 	if !ok {
-		if _, batch := v.([]any); batch {
-			return nil, release, badRequest("BATCH_NOT_SUPPORTED", "batched requests are not supported: send one operation per request")
+		v, rerr := t.decodeJSON(body, "the body")
+		if rerr != nil {
+			return nil, release, rerr
 		}
-		return nil, release, badRequest("INVALID_BODY", "the body must be a JSON object {\"query\": ...}")
+		if obj, ok = v.(map[string]any); !ok {
+			if _, batch := v.([]any); batch {
+				return nil, release, badRequest("BATCH_NOT_SUPPORTED", "batched requests are not supported: send one operation per request")
+			}
+			return nil, release, badRequest("INVALID_BODY", "the body must be a JSON object {\"query\": ...}")
+		}
 	}
 	p := &graphql.RawParams{}
 	for k, val := range obj {
