@@ -71,13 +71,15 @@ func New(r *resolvers.Resolver, a *auth.Authenticator, limits Limits, opts Optio
 	exec.Use(&queryGuard{limits: &lim.Limits, gate: &lim.g, docs: docs, apq: newByteCache(lim.Limits.APQCacheBytes, func(hash, q string) int64 {
 		return int64(len(hash) + len(q) + 64)
 	})})
-	exec.SetErrorPresenter(presentError(log))
+	present := presentError(log)
+	exec.SetErrorPresenter(present)
 	exec.SetRecoverFunc(func(ctx context.Context, p any) error {
 		log.Error("graphql panic", "panic", fmt.Sprint(p))
 		return errors.New("internal error")
 	})
 	sockets := newSockets(a, lim, cmp.Or(opts.InitTimeout, DefaultInitTimeout), log)
-	return &Server{exec: exec, http: httpTransport{limits: &lim.Limits, gate: &lim.g}, ws: sockets.transport(), limiter: lim, Sockets: sockets}
+	h := httpTransport{limits: &lim.Limits, gate: &lim.g, updates: newUpdates(&lim.Limits, &lim.g, docs, r.Mutation(), present)}
+	return &Server{exec: exec, http: h, ws: sockets.transport(), limiter: lim, Sockets: sockets}
 }
 
 // Limiter returns the bounds the server enforces, and their state.

@@ -40,8 +40,9 @@ const (
 // with application/json and 400 without a data entry with
 // application/graphql-response+json.
 type httpTransport struct {
-	limits *Limits
-	gate   *gate
+	limits  *Limits
+	gate    *gate
+	updates *updates // the usual storageUpdate's way; nil: none
 }
 
 func (t httpTransport) Supports(r *http.Request) bool {
@@ -81,6 +82,9 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	}
 	if rerr != nil {
 		writeRequestError(w, media, rerr)
+		return
+	}
+	if t.updates != nil && r.Method == http.MethodPost && t.updates.serve(w, r, media, params) {
 		return
 	}
 	params.Headers = r.Header

@@ -29,7 +29,7 @@ import (
 // commit (see batchTx).
 
 // MaxBatch bounds the writes committed together.
-const MaxBatch = 16
+const MaxBatch = 64
 
 type writeReq struct {
 	ctx        context.Context
