@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"runtime"
 	"sync"
 
 	"pluginhost/database"
@@ -114,14 +115,24 @@ func (s *Service) writeLoop() {
 				}
 			}
 		}
-	fill:
-		for len(batch) < MaxBatch {
-			select {
-			case req := <-s.batch.queue:
-				batch = append(batch, req)
-			default:
-				break fill
+		// A batch that is not full yields once before it commits: the
+		// requests other goroutines are about to submit join it, and the
+		// commit (a disk flush) serves them all. With nothing else to run,
+		// the yield returns at once.
+		for yielded := false; ; yielded = true {
+		fill:
+			for len(batch) < MaxBatch {
+				select {
+				case req := <-s.batch.queue:
+					batch = append(batch, req)
+				default:
+					break fill
+				}
 			}
+			if yielded || len(batch) == MaxBatch {
+				break
+			}
+			runtime.Gosched()
 		}
 		s.runBatch(batch)
 	}
