@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"pluginhost/gqlhttp"
 	"pluginhost/internal/fixture"
@@ -114,5 +115,75 @@ func TestUsualUpdateAsExecutor(t *testing.T) {
 			}
 			served = now
 		})
+	}
+}
+
+// TestUsualUpdateChargesWork: the usual storageUpdate charges the user's
+// work rate as the executor's way does: with another user at work, the same
+// number of updates pass before the same 429.
+func TestUsualUpdateChargesWork(t *testing.T) {
+	ctx := context.Background()
+	passed := map[bool]int{}
+	answers := map[bool]string{}
+	for _, usual := range []bool{true, false} {
+		env := fixture.New(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/t.db"},
+			fixture.Limits(gqlhttp.Limits{UserWorkPerSecond: 1, MaxQueryCost: 200, MaxBodyBytes: 1024, InFlightWait: 50 * time.Millisecond}))
+		alice, user, err := env.Auth.CreateToken(ctx, "alice", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bob, _, err := env.Auth.CreateToken(ctx, "bob", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst := env.Instance(t, user, env.Install(t, user, fixture.Manifest("com.test.work", fixture.NS("n", 65536))))
+		if _, err := env.Store.Create(ctx, models.Caller{UserID: user.ID}, inst.ID, "n", "k", models.JSON(`1`)); err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(env.Server.Handler)
+		post := func(token string, body map[string]any) (int, string) {
+			b, _ := json.Marshal(body)
+			req, _ := http.NewRequest("POST", srv.URL+"/graphql", bytes.NewReader(b))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			out, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(out)
+		}
+		update := func(rev int) (int, string) {
+			body := map[string]any{"query": `mutation($i:ID!,$v:JSON!,$r:Int!){storageUpdate(instanceId:$i,namespace:"n",key:"k",value:$v,revision:$r){evidence{revision}}}`,
+				"variables": map[string]any{"i": inst.ID, "v": rev, "r": rev}}
+			if !usual {
+				body["extensions"] = map[string]any{}
+			}
+			return post(alice, body)
+		}
+		if status, out := update(1); status != 200 { // alone: not charged; the document is cached
+			t.Fatalf("the first update: %d %s", status, out)
+		}
+		before := gqlhttp.UpdatesServed(env.Server.GraphQL)
+		for rev := 2; rev < 12; rev++ {
+			if status, out := post(bob, map[string]any{"query": `{viewer{id}}`}); status != 200 {
+				t.Fatalf("bob: %d %s", status, out)
+			}
+			status, out := update(rev)
+			if status != 200 {
+				answers[usual] = fmt.Sprintf("%d %s", status, out)
+				break
+			}
+			passed[usual]++
+		}
+		if served := gqlhttp.UpdatesServed(env.Server.GraphQL) > before; served != usual {
+			t.Errorf("answered the usual way: %t, want %t", served, usual)
+		}
+		srv.Close()
+	}
+	if passed[true] != passed[false] || answers[true] != answers[false] || !strings.Contains(answers[true], "TOO_MANY_REQUESTS") {
+		t.Errorf("with bob at work, the usual way passed %d updates, then %s; the executor's way %d, then %s",
+			passed[true], answers[true], passed[false], answers[false])
 	}
 }
