@@ -509,14 +509,19 @@ func (e *Engine) reclaim(n int64) bool {
 }
 
 // instantiateWASI provides WASI preview 1, the only host module: standard
-// streams, the clock and random bytes. No directory is mounted, so every
+// streams, the clock, random bytes and the host's own poll_oneoff (poll.go),
+// bounded in its subscriptions and its sleep. No directory is mounted, so every
 // file operation fails inside the module; no socket is given, so neither
 // does the network. The standard streams cannot be closed or renumbered, so
 // that an instance kept between runs keeps them.
 func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 	b := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
-	const errnoBadf, errnoNotsup = 8, 58
+	i32 := api.ValueTypeI32
+	b.NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(pollOneoff), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("in", "out", "nsubscriptions", "result.nevents").
+		Export("poll_oneoff")
 	b.NewFunctionBuilder().WithFunc(func(fd uint32) uint32 {
 		if fd <= 2 {
 			return 0 // the host keeps its streams open

@@ -42,8 +42,8 @@ type stdio struct {
 	mod      api.Module
 }
 
-// check stops the run when its context is done. The streams, the random
-// source and the sleep of the module call it: a call of WASI that works
+// check stops the run when its context is done. The streams and the random
+// source of the module call it: a call of WASI that works
 // in as many pieces as the module asks for (an iovec each, a chunk of
 // random bytes) ends there, not at the module's next yield.
 func (s *stdio) check() {
@@ -126,10 +126,6 @@ func (e *Engine) instantiate(ctx context.Context, m *Module, deterministic bool)
 		WithStdin(stdinOf{in.io}).
 		WithStdout(stdoutOf{in.io}).
 		WithStderr(stderrOf{in.io}).
-		WithNanosleep(func(ns int64) {
-			sleep(in.io.ctx, ns)
-			in.io.check()
-		}).
 		WithStartFunctions() // the run calls its entry itself
 	if deterministic {
 		var tick atomic.Int64
