@@ -5,9 +5,10 @@
 // Each scheduled capability of each Instance has a row in
 // background_schedules whose next_run_at is when its next period starts. A
 // replica claims a due period by moving next_run_at on, in one UPDATE that
-// matches the value it read (and takes a lease until the run must be over);
-// only one UPDATE can match, so only one replica runs that period, and a
-// period that no replica claims while one is up is claimed at its next pass.
+// matches the value it read (and takes a lease, renewed while the run is
+// under way); only one UPDATE can match, so only one replica runs that
+// period, and a period that no replica claims while one is up is claimed at
+// its next pass.
 // A failed run backs off: the next run is after the period doubled per
 // failure in a row, up to one hour (never sooner than the period).
 //
@@ -46,8 +47,9 @@ const BusyRetry = 10 * time.Second
 
 // LeaseSlack is what a lease allows beyond a run's wall time for what is
 // around it (waiting for a slot or a compilation, the snapshot, the host
-// actions, the audit) on a loaded machine: a run that is slow but alive is
-// never taken for lost, only one whose replica died.
+// actions, the audit); the lease is renewed while the run is under way, so
+// a run that is slow but alive is never taken for lost, only one whose
+// replica died.
 const LeaseSlack = time.Minute
 
 // QuarantineAfter is how many failed runs in a row quarantine a capability.
@@ -218,7 +220,9 @@ func (s *Scheduler) claim(ctx context.Context, d due, now time.Time) (bool, erro
 // QuarantineAfter in a row. A run given up because this replica is shutting
 // down releases its lease, due again at once for another replica.
 func (s *Scheduler) run(ctx context.Context, d due) {
+	stop := s.renew(ctx, d)
 	_, err := s.Runner.Run(ctx, capability.Call{Caller: models.Caller{UserID: d.UserID}, InstanceID: d.InstanceID, Capability: d.Capability, Trigger: sandbox.TriggerSchedule})
+	stop()
 	write := s.DB.Write.WithContext(context.WithoutCancel(ctx)).Table("background_schedules").
 		Where("instance_id = ? AND capability = ? AND lease_owner = ?", d.InstanceID, d.Capability, s.Owner)
 	now := s.Now()
@@ -260,6 +264,40 @@ func (s *Scheduler) run(ctx context.Context, d due) {
 	}
 	if quarantined {
 		s.recordQuarantine(ctx, d)
+	}
+}
+
+// renew keeps the lease of a claimed run while the run is under way,
+// extending it every third of a lease, so that only a run whose replica
+// stopped is taken for lost, however long a loaded machine makes the wait
+// for a slot or a compilation. The function it returns stops the renewal
+// and waits for a renewal in flight.
+func (s *Scheduler) renew(ctx context.Context, d due) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(s.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := s.DB.Write.WithContext(ctx).Exec(`UPDATE background_schedules SET lease_until = ?
+				WHERE instance_id = ? AND capability = ? AND lease_owner = ?`,
+				s.Now().Add(s.Lease).UnixMicro(), d.InstanceID, d.Capability, s.Owner).Error
+			if err != nil && ctx.Err() == nil && s.Log != nil {
+				s.Log.Error("schedule: renewing a lease failed", "err", err, "instance", d.InstanceID, "capability", d.Capability)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
 	}
 }
 

@@ -507,3 +507,62 @@ func TestShutdownReleasesLease(t *testing.T) {
 		t.Fatalf("a released run was taken for a crash: %+v", q)
 	}
 }
+
+// A run that outlives its lease while its replica is alive keeps the lease:
+// the replica renews it, and another replica does not take the run for lost
+// (as it would, on a loaded machine, a run waiting for its compilation).
+func TestLeaseRenewedWhileRunning(t *testing.T) {
+	w := newWorld(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
+	r := w.replicas[0]
+	r.Tick = 10 * time.Millisecond
+	r.Lease = 300 * time.Millisecond
+	r.Start(context.Background())
+	defer r.Close()
+	lease := func() (owner string, until int64) {
+		row := w.env.DB.Read.Raw("SELECT lease_owner, lease_until FROM background_schedules WHERE instance_id = ? AND capability = ?", w.inst.ID, "notes.slow").Row()
+		row.Scan(&owner, &until)
+		return owner, until
+	}
+	// The slow run ends at its wall time (2 s); should a busy machine let
+	// it end before the renewal is seen, the next period tries again.
+	for attempt := 0; ; attempt++ {
+		if attempt == 5 {
+			t.Fatal("the lease of a run under way was never renewed")
+		}
+		var claimed int64
+		for deadline := time.Now().Add(time.Minute); claimed == 0; time.Sleep(10 * time.Millisecond) {
+			if owner, until := lease(); owner == "a" {
+				claimed = until
+			}
+			if time.Now().After(deadline) { // a safety net, not a measure
+				t.Fatal("the replica never claimed the slow run")
+			}
+		}
+		// The run's lease runs out on the clock the replicas share.
+		w.clock.add(time.Minute)
+		renewed := false
+		for {
+			owner, until := lease()
+			if owner != "a" {
+				break // the run ended first
+			}
+			if until > claimed {
+				renewed = true
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !renewed {
+			w.clock.add(time.Hour) // the next period of notes.slow
+			continue
+		}
+		// The other replica's pass sees a lease in force, not a lost run.
+		if err := w.replicas[1].Pass(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if q := w.run(t, "notes.slow"); q.QuarantinedAt != nil || q.LastOutcome == schedule.OutcomeLost {
+			t.Fatalf("a run under way was taken for lost: %+v", q)
+		}
+		return
+	}
+}
