@@ -27,7 +27,6 @@ type instance struct {
 	io     *stdio
 	entry  api.Function // _start of a command, RunExport of a reactor
 	stack  api.MutableGlobal
-	fuel   api.MutableGlobal
 	fixed  int64 // tables and globals, charged to the budget while the instance lives
 	budget *budget
 	used   time.Time
@@ -174,8 +173,7 @@ func (e *Engine) instantiate(ctx context.Context, m *Module, deterministic bool)
 	}
 	in.entry = in.mod.ExportedFunction(name)
 	in.stack, _ = in.mod.ExportedGlobal(wasmbin.StackExport).(api.MutableGlobal)
-	in.fuel, _ = in.mod.ExportedGlobal(wasmbin.FuelExport).(api.MutableGlobal)
-	if in.entry == nil || in.stack == nil || in.fuel == nil {
+	if in.entry == nil || in.stack == nil {
 		return nil, fmt.Errorf("the module lacks %s or the host's instrumentation", name)
 	}
 	return in, nil
@@ -210,14 +208,10 @@ func (in *instance) close() {
 
 // call runs fn of the instance on its streams, within ctx, and reports a
 // panic of the engine as an error instead of taking the process down.
-// When ctx ends, the module's fuel is set to one, so that it yields (and
-// stops) at its next loop iteration or call, however long each call of the
-// host it makes in between takes.
 func (in *instance) call(ctx context.Context, fn api.Function) (err error) {
 	if in.mem != nil {
 		defer in.mem.use()()
 	}
-	defer context.AfterFunc(ctx, func() { in.fuel.Set(1) })()
 	defer func() {
 		if p := recover(); p != nil {
 			err = crashed("running the module", p)
