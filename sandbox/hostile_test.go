@@ -298,9 +298,8 @@ func TestChunkedMemoryOps(t *testing.T) {
 // A loop of a call of WASI whose cost grows with its length (random_get
 // over the whole memory, fd_write of an iovec for every 8 bytes of it,
 // poll_oneoff of as many subscriptions as it holds), 16 runs at once, ends
-// every run as timeout: the host looks at the time in the streams and the
-// random source the calls use, and when the time is up the module yields
-// at its next loop iteration or call.
+// every run as timeout: the host looks at the time in the streams, the
+// random source and its own poll_oneoff.
 func TestLongHostCallsTimeOut(t *testing.T) {
 	const runs = 16
 	e := newEngine(t, bulkLimits(runs))
