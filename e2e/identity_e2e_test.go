@@ -348,7 +348,9 @@ func nilIfEmpty(s string) any {
 func TestSignInAttemptsLimited(t *testing.T) {
 	p := oidctest.Start(t)
 	pub := NewPublisher(t)
-	const window = 4 * time.Second
+	// The window outlasts every check made while an address is held, even
+	// on a loaded machine; the last check waits it out.
+	const window = 20 * time.Second
 	srv := Start(t, "sqlite:"+t.TempDir()+"/ph.db", pub.Dir, oidcFlags(p, "--signin-attempts-per-address", "5", "--signin-attempts", "12",
 		"--signin-window", window.String(), "--trusted-proxies", "127.0.0.1/32,::1")...)
 	alice := Token(t, srv.DSN, "alice", false)
