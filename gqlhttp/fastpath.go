@@ -142,13 +142,7 @@ func (u *updates) serve(w http.ResponseWriter, r *http.Request, media string, p 
 // writeResult writes an ExtensionResult's selected fields as the executor
 // does.
 func writeResult(b *bytes.Buffer, sel []resultField, res *models.ExtensionResult) {
-	b.WriteByte('{')
-	for i, f := range sel {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		graphql.MarshalString(f.alias).MarshalGQL(b)
-		b.WriteByte(':')
+	writeObject(b, sel, func(f resultField) {
 		switch f.name {
 		case "__typename":
 			graphql.MarshalString("ExtensionResult").MarshalGQL(b)
@@ -166,18 +160,11 @@ func writeResult(b *bytes.Buffer, sel []resultField, res *models.ExtensionResult
 			}
 			b.WriteByte(']')
 		}
-	}
-	b.WriteByte('}')
+	})
 }
 
 func writeEvidence(b *bytes.Buffer, sel []resultField, e *models.Evidence) {
-	b.WriteByte('{')
-	for i, f := range sel {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		graphql.MarshalString(f.alias).MarshalGQL(b)
-		b.WriteByte(':')
+	writeObject(b, sel, func(f resultField) {
 		switch f.name {
 		case "__typename":
 			graphql.MarshalString("Evidence").MarshalGQL(b)
@@ -192,6 +179,20 @@ func writeEvidence(b *bytes.Buffer, sel []resultField, e *models.Evidence) {
 		case "revision":
 			graphql.MarshalInt64(e.Revision).MarshalGQL(b)
 		}
+	})
+}
+
+// writeObject writes an object of the selected fields, each under its
+// alias, its value written by value.
+func writeObject(b *bytes.Buffer, sel []resultField, value func(resultField)) {
+	b.WriteByte('{')
+	for i, f := range sel {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		graphql.MarshalString(f.alias).MarshalGQL(b)
+		b.WriteByte(':')
+		value(f)
 	}
 	b.WriteByte('}')
 }
