@@ -392,8 +392,18 @@ func (s *Service) apply(ctx context.Context, tx *sql.Tx, c models.Caller, instan
 	if err != nil || len(muts) == 0 {
 		return nil, err
 	}
-	defer cache.put(sc, len(muts))
-	defer cache.wrote(sc.InstanceID, muts)
+	// The cache follows the write only once all of it is done: a write that
+	// fails from here on is rolled back, and the cache starts again empty.
+	done := false
+	defer func() {
+		switch {
+		case done:
+			cache.put(sc, len(muts))
+			cache.wrote(sc.InstanceID, muts)
+		case cache != nil:
+			cache.reset()
+		}
+	}()
 	if _, err := on(ctx, tx, s.q.bump).ExecContext(ctx, len(muts), sc.InstanceID); err != nil {
 		return nil, err
 	}
@@ -422,6 +432,7 @@ func (s *Service) apply(ctx context.Context, tx *sql.Tx, c models.Caller, instan
 			}
 		}
 	}
+	done = true
 	return changes, nil
 }
 
