@@ -275,20 +275,6 @@ func (c *crash) Error() string {
 	return fmt.Sprintf("the engine failed while %s: %v", c.where, c.value)
 }
 
-// sleep is the module's sleep: it ends early when the run's context does,
-// so that a module that sleeps cannot outlive its wall time.
-func sleep(ctx context.Context, ns int64) {
-	if ctx == nil {
-		return
-	}
-	t := time.NewTimer(time.Duration(ns))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
 // acquire takes a run slot for the Instance, one for the user and one
 // overall, waiting at most QueueWait (or until the caller's deadline, if
 // sooner) for them; when none frees up by then, the run is busy. A user's

@@ -123,3 +123,17 @@ func poll(ctx context.Context, mod api.Module, in, out, n, nevents uint32) uint3
 func clockTimeout(sub []byte) time.Duration {
 	return time.Duration(min(binary.LittleEndian.Uint64(sub[24:]), math.MaxInt64))
 }
+
+// sleep waits ns nanoseconds for the module; it ends early when the run's
+// context does, so that a module that sleeps cannot outlive its wall time.
+func sleep(ctx context.Context, ns int64) {
+	if ctx == nil {
+		return
+	}
+	t := time.NewTimer(time.Duration(ns))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
