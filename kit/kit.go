@@ -38,8 +38,6 @@
 package kit
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -71,7 +69,11 @@ func Serve(in io.Reader, out, errOut io.Writer) int {
 		return 1
 	}
 	var req Request
-	if err := json.NewDecoder(bufio.NewReader(in)).Decode(&req); err != nil {
+	b, err := io.ReadAll(in)
+	if err == nil {
+		err = decodeRequest(b, &req)
+	}
+	if err != nil {
 		fmt.Fprintln(errOut, "kit: cannot read the request:", err)
 		return 1
 	}
@@ -83,12 +85,12 @@ func Serve(in io.Reader, out, errOut io.Writer) int {
 		fmt.Fprintln(errOut, err)
 		return 1
 	}
-	b, err := res.encode()
+	encoded, err := res.encode()
 	if err != nil {
 		fmt.Fprintln(errOut, "kit: cannot write the result:", err)
 		return 1
 	}
-	if _, err := out.Write(b); err != nil {
+	if _, err := out.Write(encoded); err != nil {
 		fmt.Fprintln(errOut, "kit: cannot write the result:", err)
 		return 1
 	}

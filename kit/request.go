@@ -63,7 +63,7 @@ type Item struct {
 
 // Decode decodes the item's value into v.
 func (it Item) Decode(v any) error {
-	if err := json.Unmarshal(it.Value, v); err != nil {
+	if err := unmarshal(it.Value, v); err != nil {
 		return fmt.Errorf("item %q: %w", it.Key, err)
 	}
 	return nil
@@ -74,7 +74,7 @@ func (r *Request) Args(v any) error {
 	if len(r.Arguments) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(r.Arguments, v); err != nil {
+	if err := unmarshal(r.Arguments, v); err != nil {
 		return fmt.Errorf("arguments: %w", err)
 	}
 	return nil
@@ -111,7 +111,7 @@ func (r *Request) Carried(v any) (bool, error) {
 	if len(r.Carry) == 0 {
 		return false, nil
 	}
-	if err := json.Unmarshal(r.Carry, v); err != nil {
+	if err := unmarshal(r.Carry, v); err != nil {
 		return true, fmt.Errorf("carry: %w", err)
 	}
 	return true, nil
@@ -151,5 +151,5 @@ func (resp Response) JSON(v any) error {
 	if resp.BodyEncoding != "" {
 		return fmt.Errorf("the body is %s-encoded, not JSON text", resp.BodyEncoding)
 	}
-	return json.Unmarshal([]byte(resp.Body), v)
+	return unmarshal([]byte(resp.Body), v)
 }

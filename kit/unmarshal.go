@@ -1,0 +1,427 @@
+package kit
+
+import (
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+)
+
+// unmarshal decodes the JSON value data into v as json.Unmarshal does, with
+// the same result and the same error.
+//
+// It decodes the usual values itself, in one pass over the checked JSON:
+// structs without embedded fields, maps with string keys, slices, pointers,
+// strings, numbers, booleans, json.RawMessage and empty interfaces. Inside
+// a WebAssembly module that takes a fraction of encoding/json's time. On
+// anything else (invalid JSON, a type with its own decoding, a value of the
+// wrong type) it leaves the work to json.Unmarshal, which sets again what
+// was set and returns its own answer.
+func unmarshal(data []byte, v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer && !rv.IsNil() && valid(data) {
+		d := reader{b: data}
+		if d.into(rv.Elem()) {
+			return nil
+		}
+	}
+	return json.Unmarshal(data, v)
+}
+
+var (
+	rawMessageType       = reflect.TypeFor[json.RawMessage]()
+	numberType           = reflect.TypeFor[json.Number]()
+	unmarshalerType      = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType  = reflect.TypeFor[encoding.TextUnmarshaler]()
+	stringType           = reflect.TypeFor[string]()
+	structs              sync.Map // reflect.Type -> *structFields
+)
+
+// decodesItself reports whether values of t decode by methods of their own.
+func decodesItself(t reflect.Type) bool {
+	if t.Kind() == reflect.Interface {
+		return false
+	}
+	p := reflect.PointerTo(t)
+	return t.Implements(unmarshalerType) || t.Implements(textUnmarshalerType) ||
+		p.Implements(unmarshalerType) || p.Implements(textUnmarshalerType)
+}
+
+// into decodes the value at i into v, on input that is valid JSON; false
+// means the value is not one it decodes.
+func (d *reader) into(v reflect.Value) bool {
+	d.space()
+	t := v.Type()
+	if t == rawMessageType {
+		raw, ok := d.raw()
+		if ok {
+			v.SetBytes(append(v.Bytes()[:0], raw...))
+		}
+		return ok
+	}
+	if t == numberType || decodesItself(t) {
+		return false
+	}
+	if d.null() {
+		switch t.Kind() {
+		case reflect.Interface, reflect.Pointer, reflect.Map, reflect.Slice:
+			v.SetZero()
+		}
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(t.Elem()))
+		}
+		return d.into(v.Elem())
+	case reflect.Interface:
+		if t.NumMethod() != 0 || !v.IsNil() {
+			return false
+		}
+		x, ok := d.anyValue()
+		if ok && x != nil {
+			v.Set(reflect.ValueOf(x))
+		}
+		return ok
+	case reflect.Struct:
+		return d.structInto(v)
+	case reflect.Map:
+		return d.mapInto(v)
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return false // base64
+		}
+		return d.sliceInto(v)
+	case reflect.String:
+		s, ok := d.text()
+		if ok {
+			v.SetString(s)
+		}
+		return ok
+	case reflect.Bool:
+		switch {
+		case d.word("true"):
+			v.SetBool(true)
+		case d.word("false"):
+			v.SetBool(false)
+		default:
+			return false
+		}
+		return true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(d.number(), 10, 64)
+		if err != nil || v.OverflowInt(n) {
+			return false
+		}
+		v.SetInt(n)
+		return true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n, err := strconv.ParseUint(d.number(), 10, 64)
+		if err != nil || v.OverflowUint(n) {
+			return false
+		}
+		v.SetUint(n)
+		return true
+	case reflect.Float32, reflect.Float64:
+		f, err := strconv.ParseFloat(d.number(), t.Bits())
+		if err != nil || v.OverflowFloat(f) {
+			return false
+		}
+		v.SetFloat(f)
+		return true
+	}
+	return false
+}
+
+// number returns the number at i, or "" when there is none.
+func (d *reader) number() string {
+	start := d.i
+	if !d.validNumber() {
+		d.i = start
+		return ""
+	}
+	return string(d.b[start:d.i])
+}
+
+// text reads a string. A string with \u escapes or bytes that are not
+// UTF-8 is decoded by encoding/json, whose replacement of bad surrogates
+// and bytes it keeps.
+func (d *reader) text() (string, bool) {
+	start := d.i
+	if d.i == len(d.b) || d.b[d.i] != '"' {
+		return "", false
+	}
+	plain, ascii := true, true
+	for d.i++; d.b[d.i] != '"'; d.i++ {
+		switch c := d.b[d.i]; {
+		case c == '\\':
+			plain = false
+			d.i++
+			if d.b[d.i] == 'u' {
+				ascii = false
+			}
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	d.i++
+	s := d.b[start+1 : d.i-1]
+	if plain && (ascii || utf8.Valid(s)) {
+		return string(s), true
+	}
+	if !ascii {
+		var out string
+		return out, json.Unmarshal(d.b[start:d.i], &out) == nil
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' {
+			i++
+			switch c = s[i]; c {
+			case 'b':
+				c = '\b'
+			case 'f':
+				c = '\f'
+			case 'n':
+				c = '\n'
+			case 'r':
+				c = '\r'
+			case 't':
+				c = '\t'
+			}
+		}
+		b = append(b, c)
+	}
+	return string(b), true
+}
+
+// anyValue reads a value as encoding/json decodes it into an empty
+// interface.
+func (d *reader) anyValue() (any, bool) {
+	d.space()
+	switch d.b[d.i] {
+	case '{':
+		m := map[string]any{}
+		ok := d.members(func(name string) bool {
+			x, ok := d.anyValue()
+			m[name] = x
+			return ok
+		})
+		return m, ok
+	case '[':
+		s := []any{}
+		d.i++
+		if d.next(']') {
+			return s, true
+		}
+		for {
+			x, ok := d.anyValue()
+			if !ok {
+				return nil, false
+			}
+			s = append(s, x)
+			if !d.next(',') {
+				return s, d.next(']')
+			}
+		}
+	case '"':
+		return d.text()
+	case 't':
+		return true, d.word("true")
+	case 'f':
+		return false, d.word("false")
+	case 'n':
+		return nil, d.word("null")
+	}
+	f, err := strconv.ParseFloat(d.number(), 64)
+	return f, err == nil
+}
+
+// members reads an object's members, calling member with each name and the
+// reader at its value.
+func (d *reader) members(member func(name string) bool) bool {
+	if !d.next('{') {
+		return false
+	}
+	if d.next('}') {
+		return true
+	}
+	for {
+		d.space()
+		name, ok := d.text()
+		if !ok || !d.next(':') || !member(name) {
+			return false
+		}
+		if !d.next(',') {
+			return d.next('}')
+		}
+	}
+}
+
+func (d *reader) structInto(v reflect.Value) bool {
+	fields := fieldsOf(v.Type())
+	if fields == nil {
+		return false
+	}
+	return d.members(func(name string) bool {
+		if f := fields.lookup(name); f >= 0 {
+			return d.into(v.Field(f))
+		}
+		_, ok := d.raw()
+		return ok
+	})
+}
+
+func (d *reader) mapInto(v reflect.Value) bool {
+	t := v.Type()
+	if t.Key().Kind() != reflect.String || decodesItself(t.Key()) {
+		return false
+	}
+	if d.b[d.i] != '{' {
+		return false
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMap(t))
+	}
+	return d.members(func(name string) bool {
+		elem := reflect.New(t.Elem()).Elem()
+		if !d.into(elem) {
+			return false
+		}
+		key := reflect.ValueOf(name)
+		if t.Key() != stringType {
+			key = key.Convert(t.Key())
+		}
+		v.SetMapIndex(key, elem)
+		return true
+	})
+}
+
+// sliceInto decodes an array into a slice as encoding/json does: into the
+// slice's elements as they are, then past them.
+func (d *reader) sliceInto(v reflect.Value) bool {
+	if !d.next('[') {
+		return false
+	}
+	i := 0
+	if !d.next(']') {
+		for ; ; i++ {
+			if i >= v.Cap() {
+				v.Grow(1)
+			}
+			if i >= v.Len() {
+				v.SetLen(i + 1)
+			}
+			if !d.into(v.Index(i)) {
+				return false
+			}
+			if !d.next(',') {
+				if !d.next(']') {
+					return false
+				}
+				i++
+				break
+			}
+		}
+	}
+	if i < v.Len() {
+		v.SetLen(i)
+	}
+	if i == 0 {
+		v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+	}
+	return true
+}
+
+// structFields are the fields of a struct type as encoding/json names them.
+type structFields struct {
+	names []string
+	index []int
+}
+
+// lookup returns the index of the field of a member's name, matched as
+// encoding/json matches it (exactly, else without regard to case), or -1.
+func (s *structFields) lookup(name string) int {
+	for i, n := range s.names {
+		if n == name {
+			return s.index[i]
+		}
+	}
+	for i, n := range s.names {
+		if strings.EqualFold(n, name) {
+			return s.index[i]
+		}
+	}
+	return -1
+}
+
+// fieldsOf returns the fields of a struct type, or nil when the type is not
+// one unmarshal decodes: one with embedded fields, a field decoded from a
+// string (",string"), or two fields whose names differ only in case.
+func fieldsOf(t reflect.Type) *structFields {
+	if s, ok := structs.Load(t); ok {
+		return s.(*structFields)
+	}
+	s := &structFields{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			s = nil
+			break
+		}
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if strings.Contains(","+opts+",", ",string,") {
+			s = nil
+			break
+		}
+		if !validTagName(name) {
+			name = f.Name
+		}
+		s.names = append(s.names, name)
+		s.index = append(s.index, i)
+	}
+	if s != nil {
+		for i, a := range s.names {
+			for _, b := range s.names[:i] {
+				if strings.EqualFold(a, b) {
+					s = nil
+					break
+				}
+			}
+			if s == nil {
+				break
+			}
+		}
+	}
+	structs.Store(t, s)
+	return s
+}
+
+// validTagName reports whether encoding/json takes a tag's name as the
+// field's: a name of letters, digits and some punctuation.
+func validTagName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
+		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+			return false
+		}
+	}
+	return true
+}
