@@ -252,7 +252,7 @@ func (in *instance) restore(img *image) bool {
 				return false
 			}
 		}
-		copy(in.mem.bytes(), img.memory)
+		restoreMemory(in.mem.bytes(), img.memory)
 	}
 	for name, v := range img.globals {
 		if g, ok := in.mod.ExportedGlobal(name).(api.MutableGlobal); ok {
@@ -261,6 +261,19 @@ func (in *instance) restore(img *image) bool {
 	}
 	in.stack.Set(0)
 	return true
+}
+
+// restoreMemory writes src over dst, as long, page by page, skipping the
+// pages that hold src already: a run leaves most of them as they were,
+// and comparing costs less than writing.
+func restoreMemory(dst, src []byte) {
+	const page = 4096
+	for off := 0; off < len(src); off += page {
+		end := min(off+page, len(src))
+		if !bytes.Equal(dst[off:end], src[off:end]) {
+			copy(dst[off:end], src[off:end])
+		}
+	}
 }
 
 // idleList keeps the instances of reactors that are ready for a run, most
