@@ -265,34 +265,46 @@ func (s *Service) SnapshotOf(ctx context.Context, c models.Caller, t *access.Tar
 	if !t.Manifest.HasPermission(models.PermissionStorage) || st == nil {
 		return nil, models.Errorf(models.ErrPermissionDenied, "plugin %s does not request the storage permission", t.Installation.PluginID)
 	}
-	if _, err := s.prepare(ctx); err != nil {
-		return nil, s.internal(err)
-	}
-	tx, err := s.readDB.BeginTx(ctx, nil)
+	q, err := s.prepare(ctx)
 	if err != nil {
 		return nil, s.internal(err)
 	}
-	defer tx.Rollback()
-	snap := &Snapshot{InstanceID: t.Instance.ID, InstallationID: t.Installation.ID, Generation: t.Installation.Generation}
-	if err := tx.QueryRowContext(ctx, "SELECT storage_revision FROM instances WHERE id = ?", t.Instance.ID).Scan(&snap.StorageRevision); err != nil {
+	stmt, err := q.snapshotOf(ctx, s.readDB, len(st.Namespaces))
+	if err != nil {
 		return nil, s.internal(err)
 	}
-	for _, n := range st.Namespaces {
-		rows, err := tx.QueryContext(ctx, "SELECT item_key, value, size, revision, created_at, updated_at FROM storage_items WHERE instance_id = ? AND namespace = ? ORDER BY item_key", t.Instance.ID, n.ID)
-		if err != nil {
+	args := make([]any, 0, 1+len(st.Namespaces))
+	snap := &Snapshot{InstanceID: t.Instance.ID, InstallationID: t.Installation.ID, Generation: t.Installation.Generation}
+	byID := make(map[string]int, len(st.Namespaces))
+	for i, n := range st.Namespaces {
+		args = append(args, n.ID)
+		byID[n.ID] = i
+		snap.Namespaces = append(snap.Namespaces, SnapshotNamespace{ID: n.ID, MaxBytes: n.MaxBytes, AIAccess: n.Access(), Items: []models.ItemJSON{}})
+	}
+	args = append(args, t.Instance.ID)
+	// One statement reads the revision and the items, at one point in time.
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, s.internal(err)
+	}
+	defer rows.Close()
+	found := false
+	for rows.Next() {
+		found = true
+		var ns string
+		r := database.ItemRow{}
+		if err := rows.Scan(&snap.StorageRevision, &ns, &r.Key, &r.Value, &r.Size, &r.Revision, &r.CreatedAt, &r.UpdatedAt); err != nil {
 			return nil, s.internal(err)
 		}
-		ns := SnapshotNamespace{ID: n.ID, MaxBytes: n.MaxBytes, AIAccess: n.Access(), Items: []models.ItemJSON{}}
-		for rows.Next() {
-			r := database.ItemRow{}
-			if err := rows.Scan(&r.Key, &r.Value, &r.Size, &r.Revision, &r.CreatedAt, &r.UpdatedAt); err != nil {
-				rows.Close()
-				return nil, s.internal(err)
-			}
-			ns.Items = append(ns.Items, r.Model().Wire())
+		if i, ok := byID[ns]; ok {
+			snap.Namespaces[i].Items = append(snap.Namespaces[i].Items, r.Model().Wire())
 		}
-		rows.Close()
-		snap.Namespaces = append(snap.Namespaces, ns)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.internal(err)
+	}
+	if !found {
+		return nil, s.internal(sql.ErrNoRows)
 	}
 	return snap, nil
 }

@@ -288,3 +288,52 @@ func TestSavedEntities(t *testing.T) {
 		}
 	})
 }
+
+// A snapshot holds every declared namespace in the manifest's order, each
+// with its items in key order, empty ones as empty lists, and nothing of a
+// namespace the manifest does not declare (data kept from an earlier
+// version) or of another Instance.
+func TestSnapshotHoldsTheDeclaredNamespaces(t *testing.T) {
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		e := fixture.New(t, b)
+		alice := e.User(t, "alice")
+		instl := e.Install(t, alice, fixture.Manifest("com.test.snap", fixture.NS("zeta", 4096), fixture.NS("alpha", 4096), fixture.NS("empty", 4096)))
+		inst, other := e.Instance(t, alice, instl), e.Instance(t, alice, instl)
+		ui := models.Caller{UserID: alice.ID}
+		read := func() string {
+			t.Helper()
+			snap, err := e.Store.Snapshot(ctx, ui, inst.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "rev %d", snap.StorageRevision)
+			for _, ns := range snap.Namespaces {
+				fmt.Fprintf(&b, " %s[", ns.ID)
+				for _, it := range ns.Items {
+					fmt.Fprintf(&b, " %s=%s@%d", it.Key, it.Value, it.Revision)
+				}
+				b.WriteString(" ]")
+			}
+			return b.String()
+		}
+		if got, want := read(), "rev 0 zeta[ ] alpha[ ] empty[ ]"; got != want {
+			t.Fatalf("an Instance without items: %s, want %s", got, want)
+		}
+		for _, kv := range [][2]string{{"zeta", "b"}, {"alpha", "z"}, {"zeta", "a"}, {"alpha", "m"}} {
+			if _, err := e.Store.Create(ctx, ui, inst.ID, kv[0], kv[1], js(kv[0]+"/"+kv[1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.Store.Create(ctx, ui, other.ID, "alpha", "elsewhere", js(1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.DB.Write.Exec("INSERT INTO storage_items (instance_id, namespace, item_key, installation_id, value, size, revision, created_at, updated_at) VALUES (?, 'retired', 'old', ?, '1', 4, 1, 1, 1)",
+			inst.ID, instl.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if got, want := read(), `rev 4 zeta[ a="zeta/a"@1 b="zeta/b"@1 ] alpha[ m="alpha/m"@1 z="alpha/z"@1 ] empty[ ]`; got != want {
+			t.Fatalf("snapshot:\n got %s\nwant %s", got, want)
+		}
+	})
+}

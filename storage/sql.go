@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -26,6 +27,36 @@ type queries struct {
 	insert, update, del, addUsage, bump         *sql.Stmt
 	list                                        *sql.Stmt
 	mark, changes                               *sql.Stmt // SQLite only: the writer's mark (see batchTx)
+
+	snapshots sync.Map // number of namespaces -> *sql.Stmt (snapshotSQL)
+}
+
+// snapshotSQL reads an Instance's storage revision and its items in the
+// namespaces given (n placeholders), in namespace and key order; an
+// Instance without items reads as one row with an empty namespace.
+func snapshotSQL(n int) string {
+	return `SELECT instances.storage_revision, COALESCE(storage_items.namespace, ''), COALESCE(storage_items.item_key, ''),
+	COALESCE(storage_items.value, ''), COALESCE(storage_items.size, 0), COALESCE(storage_items.revision, 0),
+	COALESCE(storage_items.created_at, 0), COALESCE(storage_items.updated_at, 0)
+	FROM instances LEFT JOIN storage_items ON storage_items.instance_id = instances.id
+	AND storage_items.namespace IN (''` + strings.Repeat(", ?", n) + `)
+	WHERE instances.id = ? ORDER BY storage_items.namespace, storage_items.item_key`
+}
+
+// snapshotOf returns the statement of snapshotSQL(n), prepared once.
+func (q *queries) snapshotOf(ctx context.Context, db *sql.DB, n int) (*sql.Stmt, error) {
+	if st, ok := q.snapshots.Load(n); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := db.PrepareContext(context.WithoutCancel(ctx), snapshotSQL(n))
+	if err != nil {
+		return nil, fmt.Errorf("storage: prepare: %w", err)
+	}
+	if prev, loaded := q.snapshots.LoadOrStore(n, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
 }
 
 const (
