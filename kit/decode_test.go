@@ -90,7 +90,9 @@ var targets = []func() any{
 	func() any { return new(json.RawMessage) },
 	func() any { return new(time.Time) },
 	func() any { return &note{Text: "before", Done: true} },
-	func() any { return &wide{Tags: []string{"old1", "old2", "old3"}, M: map[string]int{"kept": 9}, P: &note{Text: "p before"}} },
+	func() any {
+		return &wide{Tags: []string{"old1", "old2", "old3"}, M: map[string]int{"kept": 9}, P: &note{Text: "p before"}}
+	},
 	func() any { s := []int{7, 8, 9}; return &s[:1:3][0] },
 	func() any { s := make([]note, 1, 4); s[0].Done = true; return &s },
 }

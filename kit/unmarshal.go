@@ -33,12 +33,12 @@ func unmarshal(data []byte, v any) error {
 }
 
 var (
-	rawMessageType       = reflect.TypeFor[json.RawMessage]()
-	numberType           = reflect.TypeFor[json.Number]()
-	unmarshalerType      = reflect.TypeFor[json.Unmarshaler]()
-	textUnmarshalerType  = reflect.TypeFor[encoding.TextUnmarshaler]()
-	stringType           = reflect.TypeFor[string]()
-	structs              sync.Map // reflect.Type -> *structFields
+	rawMessageType      = reflect.TypeFor[json.RawMessage]()
+	numberType          = reflect.TypeFor[json.Number]()
+	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	stringType          = reflect.TypeFor[string]()
+	structs             sync.Map // reflect.Type -> *structFields
 )
 
 // decodesItself reports whether values of t decode by methods of their own.
