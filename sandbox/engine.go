@@ -52,7 +52,10 @@ type Engine struct {
 	pending  map[[32]byte]*compilation   // compilations under way
 	failed   map[[32]byte]compileFailure // compilations that failed, recently
 	idle     idleList                    // initialized instances of reactors, kept between runs
+	restored sync.Cond                   // on mu: broadcast when a restore (restoreLater) ends
 	closed   bool
+
+	restores sync.WaitGroup // restores under way (restoreLater), which Close waits for
 
 	life      context.Context // ends with Close: the compilations' context
 	stop      context.CancelFunc
@@ -87,7 +90,7 @@ type Module struct {
 	compiled wazero.CompiledModule
 	facts    wasmbin.Facts
 	codeSize int64 // the machine code's size
-	refs     int   // runs using it (under Engine.mu)
+	refs     int   // runs using it, and restores of its instances (under Engine.mu)
 	used     time.Time
 	evicted  bool // dropped from the engine; closed when its last run ends
 	// rt is the runtime it was compiled by: the engine's (nil), or its
@@ -102,6 +105,7 @@ type Module struct {
 	// instance and written into every instance before each run.
 	imageOnce sync.Mutex
 	image     *image
+	restoring int // instances being restored to the image (under Engine.mu)
 }
 
 // Kind returns how the module runs: wasmbin.KindCommand or KindReactor.
@@ -149,6 +153,7 @@ func New(ctx context.Context, cacheDir string, limits Limits) (*Engine, error) {
 		compiled: map[[32]byte]*Module{}, quick: map[[32]byte]*Module{}, pending: map[[32]byte]*compilation{}, failed: map[[32]byte]compileFailure{},
 		life: life, stop: stop,
 	}
+	e.restored.L = &e.mu
 	e.budget.limit = limits.TotalMemoryBytes
 	e.budget.reclaim = e.reclaim
 	return e, nil
@@ -272,6 +277,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	over := make(chan struct{})
 	go func() {
 		e.compiling.Wait()
+		e.restores.Wait()
 		close(over)
 	}()
 	select {

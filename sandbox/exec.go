@@ -81,8 +81,9 @@ func (e *Engine) exec(ctx context.Context, m *Module, user, instanceID string, b
 
 	// 5. How it ended.
 	err = e.outcome(ctx, runCtx, in, stdout, err)
-	if err == nil && m.reusable() && !in.mod.IsClosed() && in.restore(m.image) {
-		e.keep(in)
+	in.io.out, in.io.err, in.io.ctx = nil, nil, nil
+	if err == nil && m.reusable() && !in.mod.IsClosed() {
+		e.restoreLater(in)
 	} else {
 		in.close()
 	}
@@ -111,6 +112,10 @@ func (e *Engine) instanceFor(ctx context.Context, m *Module, stderr *boundedWrit
 	if m.reusable() {
 		e.mu.Lock()
 		in := e.idle.take(m)
+		for in == nil && m.restoring > 0 {
+			e.restored.Wait()
+			in = e.idle.take(m)
+		}
 		e.mu.Unlock()
 		if in != nil {
 			return in, nil
@@ -167,25 +172,39 @@ func (e *Engine) initialize(ctx context.Context, in *instance, stderr *boundedWr
 	return nil
 }
 
-// keep puts a reactor's instance among the idle ones, closing the oldest
-// idle instances beyond Limits.ReadyBytes.
-func (e *Engine) keep(in *instance) {
-	in.io.out, in.io.err, in.io.ctx = nil, nil, nil
+// restoreLater restores a reactor's instance that ran well to the module's
+// image once its run has answered, and keeps it among the idle ones,
+// closing the oldest idle instances beyond Limits.ReadyBytes. A run of the
+// module that comes meanwhile waits for it (instanceFor) rather than making
+// another: a restore takes a fraction of a millisecond, an instance more.
+func (e *Engine) restoreLater(in *instance) {
+	m := in.m
 	e.mu.Lock()
-	if e.closed || in.m.evicted {
-		e.mu.Unlock()
-		in.close()
-		return
-	}
-	e.idle.push(in)
-	var victims []*instance
-	for e.idle.bytes > e.limits.ReadyBytes {
-		victims = append(victims, e.idle.takeOldest())
-	}
+	m.refs++
+	m.restoring++
 	e.mu.Unlock()
-	for _, v := range victims {
-		v.close()
-	}
+	e.restores.Add(1)
+	go func() {
+		defer e.restores.Done()
+		defer e.Release(m)
+		ok := in.restore(m.image)
+		var victims []*instance
+		e.mu.Lock()
+		m.restoring--
+		if ok && !e.closed && !m.evicted {
+			e.idle.push(in)
+			for e.idle.bytes > e.limits.ReadyBytes {
+				victims = append(victims, e.idle.takeOldest())
+			}
+		} else {
+			victims = append(victims, in)
+		}
+		e.restored.Broadcast()
+		e.mu.Unlock()
+		for _, v := range victims {
+			v.close()
+		}
+	}()
 }
 
 // outcome says how a call of the instance ended: nil when it ended well

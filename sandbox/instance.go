@@ -240,7 +240,11 @@ func (in *instance) takeImage() *image {
 // when the instance cannot hold the image (its memory grew, or is smaller:
 // then it is grown first).
 func (in *instance) restore(img *image) bool {
+	if in.mod.IsClosed() {
+		return false
+	}
 	if in.mem != nil {
+		defer in.mem.use()() // the engine may close the instance meanwhile
 		cur := in.mod.Memory()
 		size := uint64(cur.Size())
 		want := uint64(len(img.memory))

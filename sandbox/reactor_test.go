@@ -56,6 +56,7 @@ func TestReactorFreshState(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	e.restores.Wait()
 	e.mu.Lock()
 	idle := len(e.idle.items)
 	e.mu.Unlock()
@@ -78,6 +79,7 @@ func TestReactorFailureDropsInstance(t *testing.T) {
 	if f := failure(t, err); f.Reason != models.ReasonOutputTooLarge {
 		t.Fatalf("got %v", err)
 	}
+	e2.restores.Wait()
 	e2.mu.Lock()
 	idle := len(e2.idle.items)
 	e2.mu.Unlock()
@@ -168,6 +170,7 @@ func TestReactorStateIsFresh(t *testing.T) {
 					t.Fatalf("run %d answered %q", i+1, res.Summary)
 				}
 			}
+			e.restores.Wait()
 			e.mu.Lock()
 			kept := e.idle.takeAll()
 			e.mu.Unlock()
@@ -181,5 +184,25 @@ func TestReactorStateIsFresh(t *testing.T) {
 				t.Error("no instance was kept of a module whose state the host restores")
 			}
 		})
+	}
+}
+
+// Runs one after another share one instance: each run's instance is
+// restored after it answers, and the next run waits for that rather than
+// making another.
+func TestSequentialRunsShareOneInstance(t *testing.T) {
+	e := newEngine(t, Limits{})
+	m := compileBytes(t, e, wasmtest.Reactor(t, reactors, "echo"))
+	for i := range 50 {
+		if _, _, err := e.Run(context.Background(), job(m, models.Capability{}, fmt.Sprintf(`{"run":%d}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.restores.Wait()
+	e.mu.Lock()
+	idle := len(e.idle.items)
+	e.mu.Unlock()
+	if idle != 1 {
+		t.Errorf("50 runs one after another left %d instances, want 1", idle)
 	}
 }
