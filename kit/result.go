@@ -184,7 +184,7 @@ func (r *Result) encode() ([]byte, error) {
 	if r.fetch != nil {
 		out := map[string]any{"fetch": r.fetch}
 		if r.carry != nil {
-			carry, err := json.Marshal(r.carry)
+			carry, err := marshal(r.carry)
 			if err != nil {
 				return nil, fmt.Errorf("the round's carry is not JSON: %w", err)
 			}
@@ -193,7 +193,7 @@ func (r *Result) encode() ([]byte, error) {
 			}
 			out["carry"] = json.RawMessage(carry)
 		}
-		return json.Marshal(out)
+		return marshal(out)
 	}
 	if r.carry != nil {
 		return nil, errors.New("Carry is for a round of fetches (kit.Fetching(...).Carry(v)); a result that ends the run carries nothing")
@@ -221,7 +221,7 @@ func (r *Result) encode() ([]byte, error) {
 	if evidence == nil {
 		evidence = []Evidence{}
 	}
-	return json.Marshal(struct {
+	return marshal(struct {
 		Summary  string         `json:"summary"`
 		Data     map[string]any `json:"data"`
 		Evidence []Evidence     `json:"evidence"`
@@ -231,7 +231,7 @@ func (r *Result) encode() ([]byte, error) {
 // mustJSON encodes a value for a host action; a value that cannot be JSON is
 // a bug of the capability, reported when the result is written.
 func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("kit: a host action's value is not JSON: %v", err))
 	}

@@ -1,0 +1,326 @@
+package kit
+
+import (
+	"encoding"
+	"encoding/json"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// marshal encodes v as json.Marshal does, with the same bytes and the same
+// error.
+//
+// It encodes the usual values itself: nil, booleans, numbers, plain
+// strings, maps with string keys, slices, pointers, interfaces and structs
+// without embedded fields. Inside a WebAssembly module that takes a
+// fraction of encoding/json's time. Any other value (a type with its own
+// encoding, a string that needs escapes, a float that is not finite, values
+// nested very deeply) is encoded by json.Marshal, in place.
+func marshal(v any) ([]byte, error) {
+	e := encoder{}
+	if err := e.value(reflect.ValueOf(v), 0); err != nil {
+		return nil, err
+	}
+	return e.b, nil
+}
+
+type encoder struct{ b []byte }
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	encodedStructs    sync.Map // reflect.Type -> *encodedFields
+)
+
+// maxEncodeDepth is how deeply marshal nests before it leaves a value to
+// json.Marshal, which also finds cycles.
+const maxEncodeDepth = 64
+
+// standard appends json.Marshal's encoding of v; an addressable v is
+// encoded through its address, as encoding/json does, so that methods on
+// the pointer count.
+func (e *encoder) standard(v reflect.Value) error {
+	var x any
+	switch {
+	case v.CanAddr():
+		x = v.Addr().Interface()
+	case v.IsValid():
+		x = v.Interface()
+	}
+	b, err := json.Marshal(x)
+	e.b = append(e.b, b...)
+	return err
+}
+
+// encodesItself reports whether values of t have an encoding of their own.
+func encodesItself(t reflect.Type) bool {
+	if t.Kind() == reflect.Interface {
+		return false
+	}
+	p := reflect.PointerTo(t)
+	return t.Implements(marshalerType) || t.Implements(textMarshalerType) ||
+		p.Implements(marshalerType) || p.Implements(textMarshalerType)
+}
+
+func (e *encoder) value(v reflect.Value, depth int) error {
+	if !v.IsValid() {
+		e.b = append(e.b, "null"...)
+		return nil
+	}
+	t := v.Type()
+	if depth > maxEncodeDepth || !v.CanInterface() || encodesItself(t) {
+		return e.standard(v)
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		e.b = strconv.AppendBool(e.b, v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		e.b = strconv.AppendInt(e.b, v.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		e.b = strconv.AppendUint(e.b, v.Uint(), 10)
+	case reflect.Float32, reflect.Float64:
+		return e.float(v)
+	case reflect.String:
+		if t == numberType {
+			return e.standard(v)
+		}
+		e.string(v.String())
+	case reflect.Interface, reflect.Pointer:
+		if v.IsNil() {
+			e.b = append(e.b, "null"...)
+			return nil
+		}
+		return e.value(v.Elem(), depth+1)
+	case reflect.Map:
+		return e.mapValue(v, depth)
+	case reflect.Slice:
+		if v.IsNil() {
+			e.b = append(e.b, "null"...)
+			return nil
+		}
+		if t.Elem().Kind() == reflect.Uint8 {
+			return e.standard(v) // base64
+		}
+		return e.array(v, depth)
+	case reflect.Struct:
+		return e.structValue(v, depth)
+	default:
+		return e.standard(v)
+	}
+	return nil
+}
+
+// float writes a finite float as encoding/json does: in decimal, or with
+// an exponent (without a leading zero) below 1e-6 and from 1e21.
+func (e *encoder) float(v reflect.Value) error {
+	f, bits := v.Float(), v.Type().Bits()
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return e.standard(v)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 {
+		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			format = 'e'
+		}
+	}
+	e.b = strconv.AppendFloat(e.b, f, format, -1, bits)
+	if n := len(e.b); format == 'e' && n >= 4 && e.b[n-4] == 'e' && e.b[n-3] == '-' && e.b[n-2] == '0' {
+		e.b[n-2] = e.b[n-1]
+		e.b = e.b[:n-1]
+	}
+	return nil
+}
+
+// string writes a string; one that needs escapes in encoding/json's output
+// (quotes, backslashes, control characters, <, > and &, U+2028 and U+2029,
+// bytes that are not UTF-8) is written by json.Marshal.
+func (e *encoder) string(s string) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				e.escaped(s)
+				return
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			e.escaped(s)
+			return
+		}
+		i += size
+	}
+	e.b = append(e.b, '"')
+	e.b = append(e.b, s...)
+	e.b = append(e.b, '"')
+}
+
+func (e *encoder) escaped(s string) {
+	b, _ := json.Marshal(s) // a string always encodes
+	e.b = append(e.b, b...)
+}
+
+func (e *encoder) array(v reflect.Value, depth int) error {
+	e.b = append(e.b, '[')
+	for i := range v.Len() {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		if err := e.value(v.Index(i), depth+1); err != nil {
+			return err
+		}
+	}
+	e.b = append(e.b, ']')
+	return nil
+}
+
+func (e *encoder) mapValue(v reflect.Value, depth int) error {
+	t := v.Type()
+	if t.Key().Kind() != reflect.String || encodesItself(t.Key()) {
+		return e.standard(v)
+	}
+	if v.IsNil() {
+		e.b = append(e.b, "null"...)
+		return nil
+	}
+	keys := make([]string, 0, v.Len())
+	for it := v.MapRange(); it.Next(); {
+		keys = append(keys, it.Key().String())
+	}
+	slices.Sort(keys)
+	e.b = append(e.b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.string(k)
+		e.b = append(e.b, ':')
+		key := reflect.ValueOf(k)
+		if t.Key() != stringType {
+			key = key.Convert(t.Key())
+		}
+		if err := e.value(v.MapIndex(key), depth+1); err != nil {
+			return err
+		}
+	}
+	e.b = append(e.b, '}')
+	return nil
+}
+
+func (e *encoder) structValue(v reflect.Value, depth int) error {
+	fields := encodedFieldsOf(v.Type())
+	if fields == nil {
+		return e.standard(v)
+	}
+	e.b = append(e.b, '{')
+	first := true
+	for _, f := range fields.list {
+		fv := v.Field(f.index)
+		if f.omitEmpty && isEmptyValue(fv) {
+			continue
+		}
+		if !first {
+			e.b = append(e.b, ',')
+		}
+		first = false
+		e.b = append(e.b, f.quoted...)
+		if err := e.value(fv, depth+1); err != nil {
+			return err
+		}
+	}
+	e.b = append(e.b, '}')
+	return nil
+}
+
+// isEmptyValue is encoding/json's "empty" of omitempty.
+func isEmptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Interface, reflect.Pointer:
+		return v.IsZero()
+	}
+	return false
+}
+
+// encodedFields are the fields of a struct type as encoding/json writes
+// them.
+type encodedFields struct {
+	list []encodedField
+}
+
+type encodedField struct {
+	index     int
+	quoted    string // the name, quoted, and a colon
+	omitEmpty bool
+}
+
+// encodedFieldsOf returns the fields of a struct type, or nil when the type
+// is not one marshal encodes: one with embedded fields, a field with an
+// option other than omitempty, or two fields of the same name.
+func encodedFieldsOf(t reflect.Type) *encodedFields {
+	if s, ok := encodedStructs.Load(t); ok {
+		return s.(*encodedFields)
+	}
+	s := &encodedFields{}
+	seen := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			s = nil
+			break
+		}
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		omitEmpty := false
+		for opt := range strings.SplitSeq(opts, ",") {
+			switch opt {
+			case "":
+			case "omitempty":
+				omitEmpty = true
+			default:
+				s = nil
+			}
+		}
+		if s == nil {
+			break
+		}
+		if !validTagName(name) {
+			name = f.Name
+		}
+		if seen[name] || !plainName(name) {
+			s = nil
+			break
+		}
+		seen[name] = true
+		s.list = append(s.list, encodedField{index: i, quoted: strconv.Quote(name) + ":", omitEmpty: omitEmpty})
+	}
+	encodedStructs.Store(t, s)
+	return s
+}
+
+// plainName reports whether a field name is written as it is, quoted:
+// printable ASCII that needs no escape.
+func plainName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,158 @@
+package kit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+)
+
+type textKey string
+
+func (k textKey) MarshalText() ([]byte, error) { return []byte("k-" + string(k)), nil }
+
+type pointerMarshaler struct{ N int }
+
+func (p *pointerMarshaler) MarshalJSON() ([]byte, error) {
+	return []byte(fmt.Sprintf(`{"pointer":%d}`, p.N)), nil
+}
+
+type failing struct{}
+
+func (failing) MarshalJSON() ([]byte, error) { return nil, errors.New("no") }
+
+type tagged struct {
+	Name     string            `json:"name"`
+	Empty    string            `json:"empty,omitempty"`
+	Zero     int               `json:"zero,omitempty"`
+	NilMap   map[string]int    `json:"nil_map,omitempty"`
+	NilSlice []int             `json:"nil_slice"`
+	Skip     int               `json:"-"`
+	Dash     int               `json:"-,"`
+	Untagged float64           ``
+	Bad      string            `json:"a\"b"`
+	Str      int               `json:"str,string"`
+	Zeroed   time.Time         `json:"zeroed,omitzero"`
+	Ptr      *tagged           `json:"ptr,omitempty"`
+	Any      any               `json:"any"`
+	Raw      json.RawMessage   `json:"raw,omitempty"`
+	Keys     map[textKey]int   `json:"keys,omitempty"`
+	PM       pointerMarshaler  `json:"pm"`
+	Floats   []float32         `json:"floats,omitempty"`
+	Bytes    []byte            `json:"bytes"`
+	Arr      [2]int            `json:"arr"`
+	Labels   map[label]float64 `json:"labels"`
+	hidden   int
+}
+
+type plain struct {
+	Key   string `json:"key"`
+	Words int    `json:"words"`
+	Text  string `json:"text"`
+	Done  bool   `json:"done,omitempty"`
+}
+
+type dup struct {
+	A int `json:"x"`
+	B int `json:"x"`
+}
+
+type withEmbedded struct {
+	plain
+	More int `json:"more"`
+}
+
+type cycle struct {
+	Next *cycle `json:"next"`
+}
+
+// marshalValues are values of every form marshal meets, and some it hands
+// on.
+func marshalValues() []any {
+	c := &cycle{}
+	c.Next = c
+	deep := any("bottom")
+	for range 100 {
+		deep = []any{deep}
+	}
+	return []any{
+		nil, true, false, 0, -12, int8(-128), uint64(math.MaxUint64), 3.5, -0.0, 1e-7, 1e21, 123456789.0, 1e20, 0.000001,
+		float32(3.14), float32(1e-7), float32(1e21), math.NaN(), math.Inf(1), 5e-324, math.MaxFloat64,
+		"", "plain", "é ✓ 😀", "quote \" and \\", "tab\tnew\nline", "ctl \x01\x7f", "<a href='x'>&</a>", "line\u2028sep\u2029",
+		"bad \xff utf8", json.Number("12.50"), json.RawMessage(`{ "a" : [1, 2] }`), json.RawMessage(`{bad`),
+		[]any{}, []any{1, "two", nil, map[string]any{"b": 2, "a": []any{1.5}}}, []string(nil), []int{1, 2},
+		map[string]any{}, map[string]any(nil), map[string]any{"z": 1, "a": 2, "<": 3, "é": 4, "": 5},
+		map[int]string{2: "b", 1: "a"}, map[textKey]int{"x": 1}, map[label]int{"b": 1, "a": 2},
+		plain{Key: "k", Words: 3, Text: "some words"}, []plain{{Key: "a"}, {Key: "b", Done: true}}, &plain{Text: "pointer"},
+		tagged{Name: "n", NilSlice: nil, Ptr: &tagged{Name: "inner", Any: map[string]any{"x": []any{float32(1.5)}}}, Any: 7, Raw: json.RawMessage(`[1]`),
+			Keys: map[textKey]int{"a": 1}, PM: pointerMarshaler{N: 1}, Floats: []float32{0.1, 1e30}, Bytes: []byte("hi"), Labels: map[label]float64{"l": 2}},
+		&tagged{PM: pointerMarshaler{N: 2}}, []tagged{{PM: pointerMarshaler{N: 3}}}, map[string]tagged{"m": {PM: pointerMarshaler{N: 4}}},
+		dup{A: 1, B: 2}, withEmbedded{plain: plain{Key: "e"}, More: 1}, time.Date(2026, 11, 28, 1, 2, 3, 0, time.UTC),
+		failing{}, map[string]any{"f": failing{}}, make(chan int), func() {}, c, deep,
+		map[string]any{"count": 10, "words": 145, "longest": []plain{{Key: "note-9", Words: 19, Text: "word9 word9"}}},
+	}
+}
+
+// TestMarshalIsEncodingJSON encodes every value with marshal and with
+// json.Marshal: the bytes and the errors must be the same.
+func TestMarshalIsEncodingJSON(t *testing.T) {
+	for _, v := range marshalValues() {
+		sameEncoding(t, v)
+	}
+}
+
+func sameEncoding(t *testing.T, v any) {
+	t.Helper()
+	got, gotErr := marshal(v)
+	want, wantErr := json.Marshal(v)
+	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || string(got) != string(want) {
+		t.Errorf("%#.60v:\n got %s (%v)\nwant %s (%v)", v, got, gotErr, want, wantErr)
+	}
+}
+
+// FuzzMarshal encodes what JSON decodes to, in an interface and into the
+// kit's own types.
+func FuzzMarshal(f *testing.F) {
+	for _, input := range jsonInputs {
+		f.Add([]byte(input))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var x any
+		if json.Unmarshal(data, &x) == nil {
+			sameEncoding(t, x)
+			sameEncoding(t, map[string]any{"data": x, "list": []any{x, x}})
+		}
+		var w wide
+		if json.Unmarshal(data, &w) == nil {
+			sameEncoding(t, w)
+		}
+		var p plain
+		if json.Unmarshal(data, &p) == nil {
+			sameEncoding(t, []plain{p, p})
+		}
+	})
+}
+
+// TestResultEncodesAsBefore holds the kit's results to encoding/json's
+// encoding of the same values.
+func TestResultEncodesAsBefore(t *testing.T) {
+	r := Reply("3 notes, <b>12</b> words", map[string]any{"count": 3, "longest": []plain{{Key: "a", Words: 2, Text: "x & y"}}})
+	r.Do(Create("notes", "k", map[string]any{"text": "v"}), Update("notes", Item{Key: "k", Revision: 2}, 1.5), Delete("notes", Item{Key: "d", Revision: 1}))
+	r.Cite(Evidence{Type: "plugin_storage", InstanceID: "i", Namespace: "notes", Key: "a", Revision: 4})
+	r.Notify(Notification{ID: "n", Title: "Archived", Severity: "info", Actions: []ActionButton{{ID: "undo", Label: "Undo", Action: Apply(Delete("archive", Item{Key: "a", Revision: 1}))}}})
+	got, err := r.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string]any{"count": 3, "longest": []plain{{Key: "a", Words: 2, Text: "x & y"}}, "host_actions": r.HostActions, "notifications": r.Notifications}
+	want, _ := json.Marshal(struct {
+		Summary  string         `json:"summary"`
+		Data     map[string]any `json:"data"`
+		Evidence []Evidence     `json:"evidence"`
+	}{r.Summary, data, r.Evidence})
+	if string(got) != string(want) {
+		t.Errorf("result:\n got %s\nwant %s", got, want)
+	}
+}
