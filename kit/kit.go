@@ -33,8 +33,12 @@
 // run (Result.Carry, read with Request.Carried), so that a later round need
 // not fetch again what an earlier one learned.
 //
-// The package uses nothing but the standard library's encoding/json, so that
-// it adds little to a module.
+// The package uses nothing but the standard library, so that it adds little
+// to a module. It reads the request and writes the result with a JSON codec
+// of its own, which gives encoding/json's results in a fraction of its time
+// inside a module, and hands encoding/json whatever it does not handle; the
+// values a handler decodes with Item.Decode, Request.Args and the like go
+// the same way.
 package kit
 
 import (
