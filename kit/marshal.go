@@ -7,8 +7,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"unicode/utf8"
 )
 
@@ -34,7 +32,6 @@ type encoder struct{ b []byte }
 var (
 	marshalerType     = reflect.TypeFor[json.Marshaler]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
-	encodedStructs    sync.Map // reflect.Type -> *encodedFields
 )
 
 // maxEncodeDepth is how deeply marshal nests before it leaves a value to
@@ -215,8 +212,8 @@ func (e *encoder) mapValue(v reflect.Value, depth int) error {
 }
 
 func (e *encoder) structValue(v reflect.Value, depth int) error {
-	fields := encodedFieldsOf(v.Type())
-	if fields == nil {
+	fields := fieldsOf(v.Type())
+	if fields == nil || !fields.plain {
 		return e.standard(v)
 	}
 	e.b = append(e.b, '{')
@@ -250,68 +247,6 @@ func isEmptyValue(v reflect.Value) bool {
 		return v.IsZero()
 	}
 	return false
-}
-
-// encodedFields are the fields of a struct type as encoding/json writes
-// them.
-type encodedFields struct {
-	list []encodedField
-}
-
-type encodedField struct {
-	index     int
-	quoted    string // the name, quoted, and a colon
-	omitEmpty bool
-}
-
-// encodedFieldsOf returns the fields of a struct type, or nil when the type
-// is not one marshal encodes: one with embedded fields, a field with an
-// option other than omitempty, or two fields of the same name.
-func encodedFieldsOf(t reflect.Type) *encodedFields {
-	if s, ok := encodedStructs.Load(t); ok {
-		return s.(*encodedFields)
-	}
-	s := &encodedFields{}
-	seen := map[string]bool{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Anonymous {
-			s = nil
-			break
-		}
-		if !f.IsExported() {
-			continue
-		}
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		omitEmpty := false
-		for opt := range strings.SplitSeq(opts, ",") {
-			switch opt {
-			case "":
-			case "omitempty":
-				omitEmpty = true
-			default:
-				s = nil
-			}
-		}
-		if s == nil {
-			break
-		}
-		if !validTagName(name) {
-			name = f.Name
-		}
-		if seen[name] || !plainName(name) {
-			s = nil
-			break
-		}
-		seen[name] = true
-		s.list = append(s.list, encodedField{index: i, quoted: strconv.Quote(name) + ":", omitEmpty: omitEmpty})
-	}
-	encodedStructs.Store(t, s)
-	return s
 }
 
 // plainName reports whether a field name is written as it is, quoted:

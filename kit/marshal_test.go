@@ -56,7 +56,7 @@ type plain struct {
 
 type dup struct {
 	A int `json:"x"`
-	B int `json:"x"`
+	B int `json:"X"`
 }
 
 type withEmbedded struct {

@@ -339,36 +339,47 @@ func (d *reader) sliceInto(v reflect.Value) bool {
 	return true
 }
 
-// structFields are the fields of a struct type as encoding/json names them.
+// structFields are the fields of a struct type as encoding/json names
+// them, for both unmarshal and marshal.
 type structFields struct {
-	names []string
-	index []int
+	list []structField
+	// plain is set when every name is written as it is, quoted: printable
+	// ASCII that needs no escape.
+	plain bool
+}
+
+type structField struct {
+	name      string
+	quoted    string // the name, quoted, and a colon
+	index     int
+	omitEmpty bool
 }
 
 // lookup returns the index of the field of a member's name, matched as
 // encoding/json matches it (exactly, else without regard to case), or -1.
 func (s *structFields) lookup(name string) int {
-	for i, n := range s.names {
-		if n == name {
-			return s.index[i]
+	for _, f := range s.list {
+		if f.name == name {
+			return f.index
 		}
 	}
-	for i, n := range s.names {
-		if strings.EqualFold(n, name) {
-			return s.index[i]
+	for _, f := range s.list {
+		if strings.EqualFold(f.name, name) {
+			return f.index
 		}
 	}
 	return -1
 }
 
 // fieldsOf returns the fields of a struct type, or nil when the type is not
-// one unmarshal decodes: one with embedded fields, a field decoded from a
-// string (",string"), or two fields whose names differ only in case.
+// one the kit's codec handles: one with embedded fields, a field with an
+// option other than omitempty (such as ",string"), or two fields whose
+// names differ only in case.
 func fieldsOf(t reflect.Type) *structFields {
 	if s, ok := structs.Load(t); ok {
 		return s.(*structFields)
 	}
-	s := &structFields{}
+	s := &structFields{plain: true}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Anonymous {
@@ -383,28 +394,34 @@ func fieldsOf(t reflect.Type) *structFields {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		if strings.Contains(","+opts+",", ",string,") {
-			s = nil
+		field := structField{index: i}
+		for opt := range strings.SplitSeq(opts, ",") {
+			switch opt {
+			case "":
+			case "omitempty":
+				field.omitEmpty = true
+			default:
+				s = nil
+			}
+		}
+		if s == nil {
 			break
 		}
 		if !validTagName(name) {
 			name = f.Name
 		}
-		s.names = append(s.names, name)
-		s.index = append(s.index, i)
-	}
-	if s != nil {
-		for i, a := range s.names {
-			for _, b := range s.names[:i] {
-				if strings.EqualFold(a, b) {
-					s = nil
-					break
-				}
-			}
-			if s == nil {
+		for _, other := range s.list {
+			if strings.EqualFold(other.name, name) {
+				s = nil
 				break
 			}
 		}
+		if s == nil {
+			break
+		}
+		field.name, field.quoted = name, strconv.Quote(name)+":"
+		s.plain = s.plain && plainName(name)
+		s.list = append(s.list, field)
 	}
 	structs.Store(t, s)
 	return s
