@@ -55,14 +55,7 @@ func (e *encoder) standard(v reflect.Value) error {
 }
 
 // encodesItself reports whether values of t have an encoding of their own.
-func encodesItself(t reflect.Type) bool {
-	if t.Kind() == reflect.Interface {
-		return false
-	}
-	p := reflect.PointerTo(t)
-	return t.Implements(marshalerType) || t.Implements(textMarshalerType) ||
-		p.Implements(marshalerType) || p.Implements(textMarshalerType)
-}
+func encodesItself(t reflect.Type) bool { return hasMethods(t, marshalerType, textMarshalerType) }
 
 func (e *encoder) value(v reflect.Value, depth int) error {
 	if !v.IsValid() {

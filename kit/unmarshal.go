@@ -42,13 +42,21 @@ var (
 )
 
 // decodesItself reports whether values of t decode by methods of their own.
-func decodesItself(t reflect.Type) bool {
+func decodesItself(t reflect.Type) bool { return hasMethods(t, unmarshalerType, textUnmarshalerType) }
+
+// hasMethods reports whether t, or a pointer to it, implements one of the
+// interfaces.
+func hasMethods(t reflect.Type, interfaces ...reflect.Type) bool {
 	if t.Kind() == reflect.Interface {
 		return false
 	}
 	p := reflect.PointerTo(t)
-	return t.Implements(unmarshalerType) || t.Implements(textUnmarshalerType) ||
-		p.Implements(unmarshalerType) || p.Implements(textUnmarshalerType)
+	for _, i := range interfaces {
+		if t.Implements(i) || p.Implements(i) {
+			return true
+		}
+	}
+	return false
 }
 
 // into decodes the value at i into v, on input that is valid JSON; false
