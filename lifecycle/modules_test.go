@@ -1,0 +1,64 @@
+package lifecycle_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"pluginhost/database"
+	"pluginhost/internal/fixture"
+	"pluginhost/internal/testenv"
+	"pluginhost/internal/wasmtest"
+)
+
+// The stored modules follow the package: an update keeps the row of a
+// module whose bytes did not change, moved to the new generation, stores a
+// changed module anew, and keeps no row of an older generation.
+func TestUpdateStoresModules(t *testing.T) {
+	echo := wasmtest.Module(t, "../sandbox/testdata/modules", "echo")
+	exit3 := wasmtest.Module(t, "../sandbox/testdata/modules", "exit3")
+	sum := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		e := fixture.New(t, b)
+		u := e.User(t, "author")
+		m := fixture.Manifest("com.test.modules", fixture.NS("notes", 1024))
+		m["min_host_version"] = "1.7.12"
+		m["capabilities"] = []any{
+			map[string]any{"id": "modules.a", "kind": "tool", "description": "a", "module": "capabilities/a.wasm"},
+			map[string]any{"id": "modules.b", "kind": "tool", "description": "b", "module": "capabilities/b.wasm"},
+		}
+		in := must(e.Life.Install(ctx, u, e.Package(t, m, map[string][]byte{"capabilities/a.wasm": echo, "capabilities/b.wasm": echo})))(t)
+		type stored struct {
+			Generation   int64
+			Path, SHA256 string
+			Content      []byte
+		}
+		want := func(rows ...stored) {
+			t.Helper()
+			var got []stored
+			noErr(t, e.DB.Read.Model(&database.ModuleRow{}).Where("installation_id = ?", in.ID).Order("generation, path").Find(&got).Error)
+			if !reflect.DeepEqual(got, rows) {
+				for _, r := range got {
+					t.Errorf("stored: generation %d %s %s (%d bytes)", r.Generation, r.Path, r.SHA256, len(r.Content))
+				}
+				t.Fatalf("want %d rows of generation %d", len(rows), rows[0].Generation)
+			}
+		}
+		want(stored{1, "capabilities/a.wasm", sum(echo), echo}, stored{1, "capabilities/b.wasm", sum(echo), echo})
+		for i, tt := range []struct {
+			name string
+			a, b []byte
+		}{
+			{"both unchanged", echo, echo},
+			{"b changed", echo, exit3},
+			{"a changed", exit3, exit3},
+		} {
+			gen := int64(i + 2)
+			m["version"] = fmt.Sprintf("1.0.%d", gen)
+			must(e.Life.Update(ctx, u, in.ID, e.Package(t, m, map[string][]byte{"capabilities/a.wasm": tt.a, "capabilities/b.wasm": tt.b})))(t)
+			want(stored{gen, "capabilities/a.wasm", sum(tt.a), tt.a}, stored{gen, "capabilities/b.wasm", sum(tt.b), tt.b})
+		}
+	})
+}
