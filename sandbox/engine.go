@@ -305,17 +305,18 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 			return m, err
 		}
 		e.mu.Lock()
-		e.startCompileLocked(wasm, sum)
+		e.startCompileLocked(wasm, sum, nil)
 		e.mu.Unlock() // ready waits for the compilation
 	}
 }
 
 // startCompileLocked begins the compilation of a module unless it is under
-// way. The compilation is not the caller's: it goes on when the caller
-// gives up (a request's deadline can be shorter than a large module's
-// compilation on a slow machine), and the next caller finds it done
-// instead of starting again. e.mu is held.
-func (e *Engine) startCompileLocked(wasm []byte, sum [32]byte) {
+// way; ck is the module checked and instrumented already, or nil. The
+// compilation is not the caller's: it goes on when the caller gives up (a
+// request's deadline can be shorter than a large module's compilation on a
+// slow machine), and the next caller finds it done instead of starting
+// again. e.mu is held.
+func (e *Engine) startCompileLocked(wasm []byte, sum [32]byte, ck *checked) {
 	if _, raced := e.pending[sum]; raced || e.closed {
 		return
 	}
@@ -324,7 +325,7 @@ func (e *Engine) startCompileLocked(wasm []byte, sum [32]byte) {
 	e.compiling.Add(1)
 	go func() {
 		defer e.compiling.Done()
-		e.compileInBackground(e.life, wasm, sum, c)
+		e.compileInBackground(e.life, wasm, sum, ck, c)
 	}()
 }
 
@@ -368,8 +369,15 @@ func (e *Engine) ready(ctx context.Context, sum [32]byte) (*Module, error) {
 }
 
 // compileInBackground compiles a module for Compile and keeps it.
-func (e *Engine) compileInBackground(ctx context.Context, wasm []byte, sum [32]byte, c *compilation) {
-	m, err := e.compile(ctx, wasm, sum)
+func (e *Engine) compileInBackground(ctx context.Context, wasm []byte, sum [32]byte, ck *checked, c *compilation) {
+	var m *Module
+	var err error
+	if ck == nil {
+		ck, err = e.check(wasm)
+	}
+	if err == nil {
+		m, err = e.compile(ctx, sum, ck)
+	}
 	e.mu.Lock()
 	delete(e.pending, sum)
 	switch {
@@ -430,10 +438,16 @@ func (e *Engine) CompileStored(ctx context.Context, sumHex string, load func(con
 	return e.Compile(ctx, wasm)
 }
 
-// compile checks the module's structure, instruments it, compiles it in a
-// child process within the compilation budget (compileChild), and loads the
-// machine code the child left in the cache.
-func (e *Engine) compile(ctx context.Context, wasm []byte, sum [32]byte) (*Module, error) {
+// checked is a module that passed wasmbin.Check within the engine's
+// limits, instrumented for them.
+type checked struct {
+	facts        wasmbin.Facts
+	globals      []string // the exports of its mutable globals
+	instrumented []byte
+}
+
+// check checks the module's structure and instruments it.
+func (e *Engine) check(wasm []byte) (*checked, error) {
 	parsed, facts, err := wasmbin.Check(wasm, e.limits.Structure)
 	if err != nil {
 		return nil, err
@@ -442,16 +456,23 @@ func (e *Engine) compile(ctx context.Context, wasm []byte, sum [32]byte) (*Modul
 	if err != nil {
 		return nil, err
 	}
-	size, err := e.compileInChild(ctx, instrumented)
+	return &checked{facts: facts, globals: parsed.MutableGlobalExports(), instrumented: instrumented}, nil
+}
+
+// compile compiles a checked module in a child process within the
+// compilation budget (compileInChild), and loads the machine code the
+// child left in the cache.
+func (e *Engine) compile(ctx context.Context, sum [32]byte, ck *checked) (*Module, error) {
+	size, err := e.compileInChild(ctx, ck.instrumented)
 	if err != nil {
 		return nil, err
 	}
-	cm, err := e.rt.CompileModule(ctx, instrumented)
+	cm, err := e.rt.CompileModule(ctx, ck.instrumented)
 	if err != nil {
 		return nil, fmt.Errorf("not a valid WebAssembly module: %v", err)
 	}
-	return &Module{sum: sum, compiled: cm, facts: facts, codeSize: size,
-		globals: parsed.MutableGlobalExports(), stackBudget: e.limits.StackBytes}, nil
+	return &Module{sum: sum, compiled: cm, facts: ck.facts, codeSize: size,
+		globals: ck.globals, stackBudget: e.limits.StackBytes}, nil
 }
 
 // Release says that the caller no longer uses the module.

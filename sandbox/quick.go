@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"time"
-
-	"pluginhost/wasmbin"
 )
 
 // A module whose compilation is under way can run at once in the engine's
@@ -50,11 +48,7 @@ func (e *Engine) Quick(ctx context.Context, sumHex string, load func(context.Con
 	if m, err := e.quickReady(sum); m != nil || err != nil {
 		return m, err // made meanwhile
 	}
-	parsed, facts, err := wasmbin.Check(wasm, e.limits.Structure)
-	if err != nil {
-		return nil, err
-	}
-	instrumented, err := parsed.Instrument(e.limits.StackBytes)
+	ck, err := e.check(wasm)
 	if err != nil {
 		return nil, err
 	}
@@ -62,19 +56,19 @@ func (e *Engine) Quick(ctx context.Context, sumHex string, load func(context.Con
 	if err != nil {
 		return nil, err
 	}
-	cm, err := rt.CompileModule(ctx, instrumented)
+	cm, err := rt.CompileModule(ctx, ck.instrumented)
 	if err != nil {
 		return nil, fmt.Errorf("not a valid WebAssembly module: %v", err)
 	}
-	m := &Module{sum: sum, compiled: cm, facts: facts, rt: rt, refs: 1,
-		globals: parsed.MutableGlobalExports(), stackBudget: e.limits.StackBytes}
+	m := &Module{sum: sum, compiled: cm, facts: ck.facts, rt: rt, refs: 1,
+		globals: ck.globals, stackBudget: e.limits.StackBytes}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		cm.Close(context.Background())
 		return nil, ErrClosed
 	}
-	e.startCompileLocked(wasm, sum)
+	e.startCompileLocked(wasm, sum, ck) // checked and instrumented once
 	if _, pending := e.pending[sum]; !pending {
 		// Compiled (or refused) while the interpreter worked.
 		cm.Close(context.Background())
