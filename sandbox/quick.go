@@ -13,9 +13,10 @@ import (
 // of the compiler's time and runs it several times slower, with the same
 // instrumentation, limits and results: callers that prefer a run now to a
 // fast run ask for it (the runs of a plugin in development, whose author
-// waits for the page to show their change). Once the compiled module is
-// ready, Quick answers it, and the interpreted one is dropped when its last
-// run ends.
+// waits for the page to show their change). A reactor's first instance is
+// made as soon as the module is, in the background, so that its first run
+// finds it ready. Once the compiled module is ready, Quick answers it, and
+// the interpreted one is dropped when its last run ends.
 
 // Quick returns the module of the SHA-256 sum (hex) ready to run: compiled
 // when it is; otherwise as the engine's interpreter runs it, made now,
@@ -82,7 +83,26 @@ func (e *Engine) Quick(ctx context.Context, sumHex string, load func(context.Con
 		return nil, ErrClosed
 	}
 	e.quick[sum] = m
+	if m.reusable() {
+		m.refs++ // the first instance's, released when it is made
+		go e.prepare(m)
+	}
 	return m, nil
+}
+
+// prepare makes the first instance of a reusable reactor, with the image
+// every later one starts from, and keeps it for the next run: the first
+// instance of an interpreted module takes several times as long as a run
+// of it. A failure is left to the run, which meets it again and says why.
+func (e *Engine) prepare(m *Module) {
+	defer e.Release(m)
+	ctx, cancel := context.WithTimeout(e.life, e.limits.Timeout)
+	defer cancel()
+	in, err := e.instanceFor(ctx, m, &boundedWriter{max: e.limits.StderrBytes})
+	if err != nil {
+		return
+	}
+	e.keep(in)
 }
 
 // quickReady returns the compiled module of sum, or its interpreted one,

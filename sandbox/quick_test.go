@@ -105,8 +105,9 @@ func TestQuick(t *testing.T) {
 	}
 }
 
-// An interpreted reactor runs every time from its state after
-// initialization, as a compiled one does.
+// An interpreted reactor has its first instance made with it, for its
+// first run, and runs every time from its state after initialization, as a
+// compiled one does.
 func TestQuickReactorStartsClean(t *testing.T) {
 	ctx := context.Background()
 	e, err := New(ctx, t.TempDir(), Limits{})
@@ -122,6 +123,11 @@ func TestQuickReactorStartsClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Release(m)
+	for deadline := time.Now().Add(time.Minute); e.Stats().Ready != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no instance of the interpreted reactor was made ready for its first run")
+		}
+	}
 	for i := range 3 {
 		j := job(m, models.Capability{}, `{}`)
 		j.Request.Instance.ID = fmt.Sprint("inst_q_", i)
