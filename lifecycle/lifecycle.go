@@ -68,31 +68,75 @@ const MaxInstanceNameLength = 200
 var grantable = []string{models.PermissionNetwork, models.PermissionNotifications}
 
 // OpenPackage verifies a signed package, checks that its publisher key is
-// trusted, and validates the plugin it holds.
+// trusted, validates the plugin it holds and compiles its modules
+// (compileModules).
 func (s *Service) OpenPackage(ctx context.Context, data []byte) (*bundle.Package, *models.Manifest, error) {
-	pkg, err := bundle.Open(data)
+	pkg, m, modules, err := s.openPackage(ctx, data)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := modules.wait(); err != nil {
+		return nil, nil, err
+	}
+	return pkg, m, nil
+}
+
+// openPackage is OpenPackage, but for the compilation of the modules, which
+// it begins and leaves under way.
+func (s *Service) openPackage(ctx context.Context, data []byte) (*bundle.Package, *models.Manifest, *compilations, error) {
+	pkg, err := bundle.Open(data)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	trusted, err := s.trusted(ctx, pkg.KeyID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if !trusted {
-		return nil, nil, models.Errorf(models.ErrPackageRejected, "publisher key %s is not trusted by this host; an admin can trust it with trustPublisherKey or --trusted-keys", pkg.KeyID)
+		return nil, nil, nil, models.Errorf(models.ErrPackageRejected, "publisher key %s is not trusted by this host; an admin can trust it with trustPublisherKey or --trusted-keys", pkg.KeyID)
 	}
 	m, report := validator.CheckPlugin(pkg.Files)
 	if err := report.Err("the plugin"); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := checkHostVersion(m); err != nil {
-		return nil, nil, err
-	}
-	if err := s.compileModules(ctx, pkg, m); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	recordModuleSums(pkg, m)
-	return pkg, m, nil
+	modules := &compilations{done: make(chan struct{})}
+	go func() {
+		defer close(modules.done)
+		modules.err = s.compileModules(ctx, pkg, m)
+	}()
+	return pkg, m, modules, nil
+}
+
+// compilations is the compilation of a package's modules (compileModules)
+// under way.
+type compilations struct {
+	done chan struct{}
+	err  error
+}
+
+// wait waits for the compilations and returns how they ended, the same
+// each time.
+func (c *compilations) wait() error {
+	<-c.done
+	return c.err
+}
+
+// waitOutside waits for the compilations of a package that is not a
+// development package before its transaction begins: that wait, up to
+// InstallCompileWait, must not hold the transaction's locks. A development
+// package's modules are made ready in the interpreter, in a fraction of
+// that, while its transaction stores it (its author waits for the
+// install): the transaction waits for them before it commits, and stores
+// nothing when one cannot run.
+func (c *compilations) waitOutside(m *models.Manifest) error {
+	if models.IsDevelopmentVersion(m.Version) {
+		return nil
+	}
+	return c.wait()
 }
 
 // InstallCompileWait is how long an install or update waits, in all, for
@@ -194,8 +238,11 @@ func (s *Service) TrustKey(ctx context.Context, admin *models.User, publicKey st
 // storage migrated if the package raises the storage version). Otherwise the
 // Installation is new, at generation 1.
 func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (*models.Installation, error) {
-	pkg, m, err := s.OpenPackage(ctx, data)
+	pkg, m, modules, err := s.openPackage(ctx, data)
 	if err != nil {
+		return nil, err
+	}
+	if err := modules.waitOutside(m); err != nil {
 		return nil, err
 	}
 	manifest := manifestJSON(m)
@@ -208,7 +255,7 @@ func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (
 	restored := false
 	var changes []models.StorageChange
 	fresh := row
-	err = s.DB.Transact(ctx, func(tx *gorm.DB) error {
+	install := func(tx *gorm.DB) error {
 		row, restored, changes = fresh, false, nil
 		if err := claimPluginID(tx, m.ID, pkg.KeyID, now); err != nil {
 			return err
@@ -234,6 +281,12 @@ func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (
 		row = existing
 		changes, err = s.replacePackage(ctx, tx, &row, pkg, m)
 		return err
+	}
+	err = s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		if err := install(tx); err != nil {
+			return err
+		}
+		return modules.wait() // waitOutside
 	})
 	if err != nil {
 		if database.IsDuplicate(err) {

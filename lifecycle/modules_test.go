@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/internal/wasmtest"
+	"pluginhost/models"
 )
 
 // The stored modules follow the package: an update keeps the row of a
@@ -59,6 +61,39 @@ func TestUpdateStoresModules(t *testing.T) {
 			m["version"] = fmt.Sprintf("1.0.%d", gen)
 			must(e.Life.Update(ctx, u, in.ID, e.Package(t, m, map[string][]byte{"capabilities/a.wasm": tt.a, "capabilities/b.wasm": tt.b})))(t)
 			want(stored{gen, "capabilities/a.wasm", sum(tt.a), tt.a}, stored{gen, "capabilities/b.wasm", sum(tt.b), tt.b})
+		}
+	})
+}
+
+// A development package's modules are made ready while its transaction
+// stores it: one that cannot run is refused, and nothing of the package is
+// stored, whether it is the first install or an update.
+func TestDevelopmentPackageWithModuleThatCannotRun(t *testing.T) {
+	echo := wasmtest.Module(t, "../sandbox/testdata/modules", "echo")
+	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
+		e := fixture.New(t, b)
+		u := e.User(t, "author")
+		m := fixture.Manifest("com.test.dev", fixture.NS("notes", 1024))
+		m["min_host_version"] = "1.7.12"
+		m["capabilities"] = []any{map[string]any{"id": "dev.a", "kind": "tool", "description": "a", "module": "capabilities/a.wasm"}}
+		pkg := func(version string, module []byte) []byte {
+			m["version"] = version
+			return e.Package(t, m, map[string][]byte{"capabilities/a.wasm": module})
+		}
+		_, err := e.Life.Install(ctx, u, pkg("1.0.0-dev.1", wasmtest.Invalid()))
+		wantCode(t, err, models.ErrPackageRejected, "capabilities/a.wasm cannot run")
+		if ins := must(e.Life.Installations(ctx, u))(t); len(ins) != 0 {
+			t.Fatalf("a refused first install left %+v", ins[0])
+		}
+
+		in := must(e.Life.Install(ctx, u, pkg("1.0.0-dev.1", echo)))(t)
+		_, err = e.Life.Update(ctx, u, in.ID, pkg("1.0.0-dev.2", wasmtest.Invalid()))
+		wantCode(t, err, models.ErrPackageRejected, "capabilities/a.wasm cannot run")
+		now := must(e.Life.Installation(ctx, u, in.ID))(t)
+		var rows []database.ModuleRow
+		noErr(t, e.DB.Read.Where("installation_id = ?", in.ID).Find(&rows).Error)
+		if now.Version != "1.0.0-dev.1" || now.Generation != 1 || len(rows) != 1 || rows[0].Generation != 1 || !bytes.Equal(rows[0].Content, echo) {
+			t.Fatalf("a refused update left version %s, generation %d, %d module rows", now.Version, now.Generation, len(rows))
 		}
 	})
 }
