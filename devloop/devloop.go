@@ -401,12 +401,11 @@ func (l *Loop) deliver(ctx context.Context) error {
 		}
 	}
 	fields := `{id version generation instances{id}}`
-	vars := map[string]any{"p": base64.StdEncoding.EncodeToString(pkg)}
 	if installed == nil {
-		err = l.graphql(ctx, `mutation($p:String!){installation:installPlugin(package:$p)`+fields+`}`, vars, &res)
+		err = l.graphqlPackage(ctx, `mutation($p:String!){installation:installPlugin(package:$p)`+fields+`}`, nil, pkg, &res)
 	} else {
-		vars["i"] = installed.ID
-		err = l.graphql(ctx, `mutation($i:ID!,$p:String!){installation:updatePlugin(installationId:$i,package:$p)`+fields+`}`, vars, &res)
+		err = l.graphqlPackage(ctx, `mutation($i:ID!,$p:String!){installation:updatePlugin(installationId:$i,package:$p)`+fields+`}`,
+			map[string]any{"i": installed.ID}, pkg, &res)
 	}
 	if err != nil {
 		keyID := bundle.KeyID(l.Key.Public().(ed25519.PublicKey))
@@ -560,6 +559,34 @@ func (l *Loop) fingerprint() (string, error) {
 // the answer is returned with its code.
 func (l *Loop) graphql(ctx context.Context, query string, vars map[string]any, out any) error {
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	return l.post(ctx, body, out)
+}
+
+// graphqlPackage is graphql with a signed package as the variable $p,
+// written into the body base64 rather than marshalled with the other
+// variables: the megabytes of a module need no JSON escapes, and
+// encoding/json would scan and copy them.
+func (l *Loop) graphqlPackage(ctx context.Context, query string, vars map[string]any, pkg []byte, out any) error {
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	head, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	// {"query":...,"variables":{...}}: $p goes before the last two braces.
+	head = head[:len(head)-2]
+	if len(vars) > 0 {
+		head = append(head, ',')
+	}
+	head = append(head, `"p":"`...)
+	n := base64.StdEncoding.EncodedLen(len(pkg))
+	body := make([]byte, len(head)+n, len(head)+n+3)
+	copy(body, head)
+	base64.StdEncoding.Encode(body[len(head):], pkg)
+	return l.post(ctx, append(body, `"}}`...), out)
+}
+
+// post posts a GraphQL request's body and decodes the answer's data into
+// out.
+func (l *Loop) post(ctx context.Context, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.Server+"/graphql", bytes.NewReader(body))
 	if err != nil {
 		return err
