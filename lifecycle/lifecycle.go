@@ -95,6 +95,14 @@ func (s *Service) openPackage(ctx context.Context, data []byte) (*bundle.Package
 	if !trusted {
 		return nil, nil, nil, models.Errorf(models.ErrPackageRejected, "publisher key %s is not trusted by this host; an admin can trust it with trustPublisherKey or --trusted-keys", pkg.KeyID)
 	}
+	// A development package's modules begin to be made ready now, while
+	// the plugin is validated (its author waits for the install); any
+	// other package's once it is valid, for their compilation takes
+	// seconds.
+	var modules *compilations
+	if dev, ok := developmentManifest(pkg); ok {
+		modules = s.startModules(ctx, pkg, dev)
+	}
 	m, report := validator.CheckPlugin(pkg.Files)
 	if err := report.Err("the plugin"); err != nil {
 		return nil, nil, nil, err
@@ -103,12 +111,30 @@ func (s *Service) openPackage(ctx context.Context, data []byte) (*bundle.Package
 		return nil, nil, nil, err
 	}
 	recordModuleSums(pkg, m)
-	modules := &compilations{done: make(chan struct{})}
-	go func() {
-		defer close(modules.done)
-		modules.err = s.compileModules(ctx, pkg, m)
-	}()
+	if modules == nil {
+		modules = s.startModules(ctx, pkg, m)
+	}
 	return pkg, m, modules, nil
+}
+
+// developmentManifest is the manifest of a development package, decoded
+// but not yet validated; ok is false for any other package.
+func developmentManifest(pkg *bundle.Package) (m *models.Manifest, ok bool) {
+	if err := json.Unmarshal(pkg.Files[validator.ManifestFile], &m); err != nil || m == nil {
+		return nil, false
+	}
+	return m, models.IsDevelopmentVersion(m.Version)
+}
+
+// startModules begins the compilation of the package's modules
+// (compileModules).
+func (s *Service) startModules(ctx context.Context, pkg *bundle.Package, m *models.Manifest) *compilations {
+	c := &compilations{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.err = s.compileModules(ctx, pkg, m)
+	}()
+	return c
 }
 
 // compilations is the compilation of a package's modules (compileModules)

@@ -82,6 +82,11 @@ func TestDevelopmentPackageWithModuleThatCannotRun(t *testing.T) {
 		}
 		_, err := e.Life.Install(ctx, u, pkg("1.0.0-dev.1", wasmtest.Invalid()))
 		wantCode(t, err, models.ErrPackageRejected, "capabilities/a.wasm cannot run")
+		// A plugin that is not valid either is refused for that first.
+		m["permissions"] = []any{"storage", "teleport"}
+		_, err = e.Life.Install(ctx, u, pkg("1.0.0-dev.1", wasmtest.Invalid()))
+		wantCode(t, err, models.ErrPackageRejected, "the plugin is invalid", "/permissions")
+		m["permissions"] = []any{"storage"}
 		if ins := must(e.Life.Installations(ctx, u))(t); len(ins) != 0 {
 			t.Fatalf("a refused first install left %+v", ins[0])
 		}
