@@ -56,9 +56,13 @@ type ModuleCompiler interface {
 	// first, it returns and the compilation goes on.
 	CompileModule(ctx context.Context, wasm []byte) error
 	// QuickModule makes a module ready to run at once, in the host's
-	// interpreter while its compilation goes on, or refuses it with the
+	// interpreter, its compilation to follow, or refuses it with the
 	// reason: for the packages of pluginhost dev, whose author waits.
 	QuickModule(ctx context.Context, wasm []byte) error
+	// ForgetModule says that the module of a SHA-256 sum (hex) that
+	// QuickModule made ready is no longer needed: the package that held it
+	// was replaced. Its compilation, if not begun, does not begin.
+	ForgetModule(sum string)
 }
 
 // MaxInstanceNameLength bounds Instance names, in characters.
@@ -173,7 +177,8 @@ const InstallCompileWait = 20 * time.Second
 // compileModules compiles every module the package's capabilities name,
 // waiting InstallCompileWait at most (less when the request's deadline is
 // nearer); a development package's are only made ready to run, in the
-// interpreter, while they compile.
+// interpreter, and compile later unless an update replaces them first
+// (forgetReplaced).
 func (s *Service) compileModules(ctx context.Context, pkg *bundle.Package, m *models.Manifest) error {
 	if s.Modules == nil {
 		return nil

@@ -22,6 +22,26 @@ func recordModuleSums(pkg *bundle.Package, m *models.Manifest) {
 	}
 }
 
+// forgetReplaced tells the compiler that the modules of a development
+// package an update replaced, those the new package does not hold, are not
+// needed compiled: an author's loop replaces its modules faster than they
+// compile, and each compilation takes seconds of processor time from the
+// author's next build.
+func (s *Service) forgetReplaced(old *models.Installation, m *models.Manifest) {
+	if s.Modules == nil || old.Manifest == nil || !models.IsDevelopmentVersion(old.Version) {
+		return
+	}
+	kept := map[string]bool{}
+	for _, c := range m.Capabilities {
+		kept[c.ModuleSHA256] = true
+	}
+	for _, c := range old.Manifest.Capabilities {
+		if c.ModuleSHA256 != "" && !kept[c.ModuleSHA256] {
+			s.Modules.ForgetModule(c.ModuleSHA256)
+		}
+	}
+}
+
 // storeModules keeps, in the transaction that installs a package at a
 // generation, every module its capabilities name, and drops those of older
 // generations: a run is always of the current package. A module whose

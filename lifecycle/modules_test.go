@@ -12,6 +12,7 @@ import (
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/internal/wasmtest"
+	"pluginhost/lifecycle"
 	"pluginhost/models"
 )
 
@@ -101,4 +102,53 @@ func TestDevelopmentPackageWithModuleThatCannotRun(t *testing.T) {
 			t.Fatalf("a refused update left version %s, generation %d, %d module rows", now.Version, now.Generation, len(rows))
 		}
 	})
+}
+
+// forgets records the modules the lifecycle says are no longer needed, and
+// passes everything on to the host's compiler.
+type forgets struct {
+	lifecycle.ModuleCompiler
+	sums []string
+}
+
+func (f *forgets) ForgetModule(sum string) {
+	f.sums = append(f.sums, sum)
+	f.ModuleCompiler.ForgetModule(sum)
+}
+
+// An update of a development package tells the compiler which of its
+// modules the new package no longer holds, so that they are not compiled;
+// an update of any other package leaves the compilations alone.
+func TestUpdateForgetsReplacedDevelopmentModules(t *testing.T) {
+	echo := wasmtest.Module(t, "../sandbox/testdata/modules", "echo")
+	exit3 := wasmtest.Module(t, "../sandbox/testdata/modules", "exit3")
+	sum := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+	e := fixture.New(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/forget.db"})
+	f := &forgets{ModuleCompiler: e.Life.Modules}
+	e.Life.Modules = f
+	u := e.User(t, "author")
+	m := fixture.Manifest("com.test.forget", fixture.NS("notes", 1024))
+	m["min_host_version"] = "1.7.12"
+	m["capabilities"] = []any{map[string]any{"id": "forget.a", "kind": "tool", "description": "a", "module": "capabilities/a.wasm"}}
+	pkg := func(version string, module []byte) []byte {
+		m["version"] = version
+		return e.Package(t, m, map[string][]byte{"capabilities/a.wasm": module})
+	}
+	in := must(e.Life.Install(ctx, u, pkg("1.0.0-dev.1", echo)))(t)
+	for _, tt := range []struct {
+		version string
+		module  []byte
+		want    []string
+	}{
+		{"1.0.0-dev.2", echo, nil},                  // the same module: kept
+		{"1.0.0-dev.3", exit3, []string{sum(echo)}}, // replaced
+		{"1.0.0", echo, []string{sum(exit3)}},       // the development package replaced
+		{"1.0.1", exit3, nil},                       // not a development package
+	} {
+		f.sums = nil
+		must(e.Life.Update(ctx, u, in.ID, pkg(tt.version, tt.module)))(t)
+		if !reflect.DeepEqual(f.sums, tt.want) {
+			t.Fatalf("the update to %s forgot %v, want %v", tt.version, f.sums, tt.want)
+		}
+	}
 }

@@ -69,6 +69,7 @@ func (s *Service) Update(ctx context.Context, user *models.User, installationID 
 	}
 	s.Gate.Forget(row.ID)
 	s.publish(changes)
+	s.forgetReplaced(cur, m)
 	s.log().Info("plugin updated", "installation", row.ID, "plugin", m.ID, "from", cur.Version, "to", m.Version,
 		"generation", row.Generation, "storage_version", row.StorageVersion, "migrated_instances", len(changes), "user", user.ID)
 	return row.Model()

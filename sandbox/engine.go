@@ -37,7 +37,8 @@ type Engine struct {
 	interpOnce sync.Once
 	interp     wazero.Runtime
 	interpErr  error
-	quickMu    sync.Mutex // one interpreted module made at a time (Quick)
+	quickMu    sync.Mutex    // one interpreted module made at a time (Quick)
+	quickDelay time.Duration // QuickCompileDelay; tests shorten it
 
 	budget   budget        // the memory of all runs at once
 	slots    chan struct{} // one per run at once, overall
@@ -47,7 +48,8 @@ type Engine struct {
 	running  map[string]int // runs at once, per Instance ("i" + id) and per user ("u" + id)
 	freed    chan struct{}  // closed (and replaced) whenever a run ends
 	compiled map[[32]byte]*Module
-	quick    map[[32]byte]*Module        // interpreted modules whose compilation is under way (Quick)
+	quick    map[[32]byte]*Module        // interpreted modules, compiled later or being compiled (Quick)
+	deferred map[[32]byte]*time.Timer    // compilations Quick begins later
 	codeSize int64                       // of the compiled modules kept
 	pending  map[[32]byte]*compilation   // compilations under way
 	failed   map[[32]byte]compileFailure // compilations that failed, recently
@@ -146,7 +148,8 @@ func New(ctx context.Context, cacheDir string, limits Limits) (*Engine, error) {
 		slots:    make(chan struct{}, limits.Concurrency),
 		compiles: make(chan struct{}, limits.CompileConcurrency),
 		running:  map[string]int{}, freed: make(chan struct{}),
-		compiled: map[[32]byte]*Module{}, quick: map[[32]byte]*Module{}, pending: map[[32]byte]*compilation{}, failed: map[[32]byte]compileFailure{},
+		compiled: map[[32]byte]*Module{}, quick: map[[32]byte]*Module{}, deferred: map[[32]byte]*time.Timer{},
+		pending: map[[32]byte]*compilation{}, failed: map[[32]byte]compileFailure{}, quickDelay: QuickCompileDelay,
 		life: life, stop: stop,
 	}
 	e.budget.limit = limits.TotalMemoryBytes
@@ -264,6 +267,10 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	idle := e.idle.takeAll()
+	for sum, t := range e.deferred {
+		t.Stop()
+		delete(e.deferred, sum)
+	}
 	e.mu.Unlock()
 	for _, in := range idle {
 		in.close()
@@ -317,6 +324,10 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 // slow machine), and the next caller finds it done instead of starting
 // again. e.mu is held.
 func (e *Engine) startCompileLocked(wasm []byte, sum [32]byte, ck *checked) {
+	if t, ok := e.deferred[sum]; ok {
+		t.Stop() // begun now
+		delete(e.deferred, sum)
+	}
 	if _, raced := e.pending[sum]; raced || e.closed {
 		return
 	}

@@ -8,22 +8,30 @@ import (
 	"time"
 )
 
-// A module whose compilation is under way can run at once in the engine's
-// interpreter (Quick). The interpreter makes a module ready in a fraction
-// of the compiler's time and runs it several times slower, with the same
-// instrumentation, limits and results: callers that prefer a run now to a
-// fast run ask for it (the runs of a plugin in development, whose author
-// waits for the page to show their change). A reactor's first instance is
-// made as soon as the module is, in the background, so that its first run
-// finds it ready. Once the compiled module is ready, Quick answers it, and
-// the interpreted one is dropped when its last run ends.
+// A module can run at once in the engine's interpreter (Quick). The
+// interpreter makes a module ready in a fraction of the compiler's time and
+// runs it several times slower, with the same instrumentation, limits and
+// results: callers that prefer a run now to a fast run ask for it (the runs
+// of a plugin in development, whose author waits for the page to show their
+// change). A reactor's first instance is made as soon as the module is, in
+// the background, so that its first run finds it ready. The module's
+// compilation begins once it has been ready for QuickCompileDelay without
+// being forgotten (Forget): an author's loop replaces most of its modules
+// sooner, and their compilations, seconds of processor time each, would
+// only slow the builds of the next ones. Once the compiled module is ready,
+// Quick answers it, and the interpreted one is dropped when its last run
+// ends.
+
+// QuickCompileDelay is how long a module Quick made ready waits before its
+// compilation begins.
+const QuickCompileDelay = 10 * time.Second
 
 // Quick returns the module of the SHA-256 sum (hex) ready to run: compiled
-// when it is; otherwise as the engine's interpreter runs it, made now,
-// while its compilation (begun if it was not) goes on. load gives the
-// module's bytes when they are needed. A module whose compilation failed
-// recently is that failure. The caller must Release the module when done
-// with it.
+// when it is; otherwise as the engine's interpreter runs it, made now if it
+// was not, with its compilation to begin after QuickCompileDelay unless it
+// is under way. load gives the module's bytes when they are needed. A
+// module whose compilation failed recently is that failure. The caller must
+// Release the module when done with it.
 func (e *Engine) Quick(ctx context.Context, sumHex string, load func(context.Context) ([]byte, error)) (*Module, error) {
 	var sum [32]byte
 	if b, err := hex.DecodeString(sumHex); err != nil || len(b) != len(sum) {
@@ -69,18 +77,24 @@ func (e *Engine) Quick(ctx context.Context, sumHex string, load func(context.Con
 		cm.Close(context.Background())
 		return nil, ErrClosed
 	}
-	e.startCompileLocked(wasm, sum, ck) // checked and instrumented once
-	if _, pending := e.pending[sum]; !pending {
-		// Compiled (or refused) while the interpreter worked.
+	// Compiled (or refused) while the interpreter worked.
+	if c, ok := e.compiled[sum]; ok {
 		cm.Close(context.Background())
-		if c, ok := e.compiled[sum]; ok {
-			c.refs++
-			return c, nil
-		}
-		if f, ok := e.failed[sum]; ok {
-			return nil, f.err
-		}
-		return nil, ErrClosed
+		c.refs++
+		return c, nil
+	}
+	if f, ok := e.failed[sum]; ok && time.Now().Before(f.until) {
+		cm.Close(context.Background())
+		return nil, f.err
+	}
+	if _, pending := e.pending[sum]; !pending {
+		e.deferred[sum] = time.AfterFunc(e.quickDelay, func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if _, ok := e.deferred[sum]; ok && !e.closed {
+				e.startCompileLocked(wasm, sum, ck) // checked and instrumented once
+			}
+		})
 	}
 	e.quick[sum] = m
 	if m.reusable() {
@@ -103,6 +117,26 @@ func (e *Engine) prepare(m *Module) {
 		return
 	}
 	e.keep(in)
+}
+
+// Forget says that the module of the SHA-256 sum (hex) is not needed
+// compiled: its compilation, if Quick made it ready and it has not begun,
+// does not begin, and its interpreted module is dropped when its last run
+// ends. A later Quick makes it ready again.
+func (e *Engine) Forget(sumHex string) {
+	var sum [32]byte
+	if b, err := hex.DecodeString(sumHex); err != nil || len(b) != len(sum) {
+		return
+	} else {
+		copy(sum[:], b)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t, ok := e.deferred[sum]; ok {
+		t.Stop()
+		delete(e.deferred, sum)
+	}
+	e.dropQuickLocked(sum)
 }
 
 // quickReady returns the compiled module of sum, or its interpreted one,

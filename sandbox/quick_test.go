@@ -145,3 +145,59 @@ func TestQuickReactorStartsClean(t *testing.T) {
 		}
 	}
 }
+
+// A module Quick made ready begins its compilation only once it has been
+// ready for the delay; forgotten before, it is not compiled, and its
+// interpreted module is dropped.
+func TestQuickCompilesLater(t *testing.T) {
+	ctx := context.Background()
+	e, err := New(ctx, t.TempDir(), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	echo := wasmtest.Module(t, modules, "echo")
+
+	e.quickDelay = time.Hour
+	m, err := e.Quick(ctx, sumOf(echo), bytesOf(echo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Release(m)
+	if s := e.Stats(); s.Compiling != 0 || s.Compiled != 0 {
+		t.Fatalf("a module Quick made ready began its compilation at once: %+v", s)
+	}
+	e.Forget(sumOf(echo))
+	e.mu.Lock()
+	_, deferred := e.deferred[m.sum]
+	_, kept := e.quick[m.sum]
+	evicted := m.evicted
+	e.mu.Unlock()
+	if deferred || kept || !evicted {
+		t.Fatalf("a forgotten module is still to be compiled (%v) or kept (%v)", deferred, kept)
+	}
+	if s := e.Stats(); s.Compiling != 0 || s.Compiled != 0 {
+		t.Fatalf("a forgotten module was compiled: %+v", s)
+	}
+
+	e.quickDelay = time.Millisecond
+	m, err = e.Quick(ctx, sumOf(echo), bytesOf(echo))
+	if err != nil || m.rt == nil {
+		t.Fatalf("Quick answered %v, %v; want the interpreted module made again", m, err)
+	}
+	e.Release(m)
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		now, err := e.Quick(ctx, sumOf(echo), bytesOf(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compiled := now.rt == nil
+		e.Release(now)
+		if compiled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the module was not compiled after the delay")
+		}
+	}
+}
