@@ -143,8 +143,13 @@ func build(files map[string][]byte, key ed25519.PrivateKey, method uint16) ([]by
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
+	// Room for the files as they are, their headers and the signature.
+	size := len(sigJSON) + 512
+	for _, p := range paths {
+		size += len(files[p]) + 2*len(p) + 128
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	zw := zip.NewWriter(buf)
 	// A fixed time keeps packages of the same folder byte-identical.
 	mtime := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, p := range append(paths, SignatureEntry) {
@@ -267,10 +272,14 @@ func readEntry(f *zip.File, total *int64) ([]byte, error) {
 		return nil, rejectf("file %q cannot be read: %v", f.Name, err)
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, int64(limit)+1))
-	if err != nil {
+	// Read into room for what the header says (checked above; the zip
+	// reader refuses an entry longer or shorter than it), not a buffer
+	// that grows by copies: a package's module has megabytes.
+	buf := bytes.NewBuffer(make([]byte, 0, f.UncompressedSize64+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(rc, int64(limit)+1)); err != nil {
 		return nil, rejectf("file %q is corrupt: %v", f.Name, err)
 	}
+	b := buf.Bytes()
 	if len(b) > limit {
 		return nil, rejectf("file %q has more than %d bytes", f.Name, limit)
 	}

@@ -281,7 +281,7 @@ func (s *Service) CompileModule(ctx context.Context, wasm []byte) error {
 }
 
 // QuickModule makes a module ready to run at once (lifecycle.ModuleCompiler):
-// in the interpreter while its compilation goes on.
+// in the interpreter, its compilation to follow (sandbox.Engine.Quick).
 func (s *Service) QuickModule(ctx context.Context, wasm []byte) error {
 	sum := sha256.Sum256(wasm)
 	mod, err := s.Engine.Quick(ctx, hex.EncodeToString(sum[:]), func(context.Context) ([]byte, error) { return wasm, nil })
@@ -291,6 +291,11 @@ func (s *Service) QuickModule(ctx context.Context, wasm []byte) error {
 	s.Engine.Release(mod)
 	return nil
 }
+
+// ForgetModule says that a module QuickModule made ready is no longer
+// needed (lifecycle.ModuleCompiler): its compilation, if not begun, does
+// not begin.
+func (s *Service) ForgetModule(sum string) { s.Engine.Forget(sum) }
 
 // Scheduled lists the background capabilities of a manifest that run on a
 // schedule.

@@ -30,8 +30,10 @@ func devCmd() Command {
 			server := fs.String("server", "PLUGINHOST_SERVER", "http://127.0.0.1:8080", "the running server's base URL")
 			token := fs.String("token", "PLUGINHOST_TOKEN", "", "your bearer token on that server (required; pluginhost token create)")
 			keyPath := fs.String("key", "PLUGINHOST_DEV_KEY", "", "sign with this publisher key, PREFIX.key, instead of the development key")
+			poll := fs.Bool("poll", "PLUGINHOST_DEV_POLL", false,
+				"look at the folder every --interval instead of watching it (for a folder whose changes the system does not report, such as some shared folders of virtual machines)")
 			interval := fs.Duration("interval", "PLUGINHOST_DEV_INTERVAL", devloop.DefaultInterval, 20*time.Millisecond, time.Minute,
-				"how often the folder is looked at for changes")
+				"how often the folder is looked at for changes with --poll, or where it cannot be watched (on systems other than Linux)")
 			once := fs.Bool("once", "PLUGINHOST_DEV_ONCE", false, "build and install once, then stop (exit 1 when it is not installed)")
 			cacheDir := fs.String("cache-dir", "PLUGINHOST_BUILD_CACHE_DIR", defaultCacheDir(), "folder of compiled modules")
 			limits := SandboxFlags(fs)
@@ -53,7 +55,7 @@ func devCmd() Command {
 					return err
 				}
 				defer engine.Close(context.Background())
-				l := &devloop.Loop{Dir: *dir, Server: *server, Token: *token, Key: key, Engine: engine, Interval: *interval, Out: out.Stdout}
+				l := &devloop.Loop{Dir: *dir, Server: *server, Token: *token, Key: key, Engine: engine, Poll: *poll, Interval: *interval, Out: out.Stdout}
 				if *once {
 					if err := l.Once(ctx); err != nil {
 						return Exit(1)

@@ -42,10 +42,19 @@ type Loop struct {
 	Token  string // the author's bearer token on it
 	// Key signs the packages; nil makes (once) and uses the development key
 	// in Dir/.pluginhost/dev.key.
-	Key      ed25519.PrivateKey
-	Engine   *sandbox.Engine // builds (pre-initializes) the modules
-	Interval time.Duration   // how often the folder is looked at
-	Out      io.Writer       // what the author reads
+	Key    ed25519.PrivateKey
+	Engine *sandbox.Engine // builds (pre-initializes) the modules
+	// Settle is how long a watched folder stays still after a change
+	// before the change is tried: an editor's save is often several
+	// writes.
+	Settle time.Duration
+	// Poll looks at the folder every Interval instead of watching it: for
+	// a folder whose changes the system does not report, such as some
+	// shared folders of virtual machines. A folder is polled too where it
+	// cannot be watched (on systems other than Linux).
+	Poll     bool
+	Interval time.Duration // how often a polled folder is looked at
+	Out      io.Writer     // what the author reads
 	Client   *http.Client
 
 	builder        pluginbuild.Builder
@@ -76,7 +85,11 @@ func (p *phases) end(step string) {
 
 func (p *phases) String() string { return strings.Join(p.steps, ", ") }
 
-// DefaultInterval is how often the folder is looked at for changes.
+// DefaultSettle is how long a watched folder stays still after a change
+// before it is tried.
+const DefaultSettle = 20 * time.Millisecond
+
+// DefaultInterval is how often a polled folder is looked at for changes.
 const DefaultInterval = 50 * time.Millisecond
 
 // untrustedRetry is how often a loop whose key the server does not trust
@@ -84,39 +97,84 @@ const DefaultInterval = 50 * time.Millisecond
 const untrustedRetry = 5 * time.Second
 
 // Run tries the folder now, then again after every change, until ctx ends.
-// It returns nil when ctx ends; only a loop that cannot start (no key, no
-// server) returns an error.
+// On Linux the folder is watched (inotify) and a change is tried once the
+// folder stays still for Settle; elsewhere, or with Poll, it is looked at
+// every Interval and a change is tried once it stays the same for one
+// Interval. It returns nil when ctx ends; only a loop that cannot start
+// (no key, no server) returns an error.
 func (l *Loop) Run(ctx context.Context) error {
 	if err := l.start(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(l.Out, "watching %s (every %v); stop with Ctrl-C\n", l.Dir, l.Interval)
+	var w *watcher
+	if !l.Poll {
+		var err error
+		if w, err = watchFolder(l.Dir); err != nil {
+			fmt.Fprintf(l.Out, "%s cannot be watched (%v): it is looked at every %v instead\n", l.Dir, err, l.Interval)
+		}
+	}
+	if w != nil {
+		defer func() { w.close() }()
+		fmt.Fprintf(l.Out, "watching %s; stop with Ctrl-C\n", l.Dir)
+	} else {
+		fmt.Fprintf(l.Out, "watching %s (every %v); stop with Ctrl-C\n", l.Dir, l.Interval)
+	}
 	for {
 		fp, err := l.fingerprint()
-		if err == nil && fp == l.seen && !l.untrusted.IsZero() && time.Since(l.untrusted) > untrustedRetry {
-			l.try(ctx)
-		} else if err == nil && fp != l.seen {
-			// A change is tried once the folder stays still for one interval:
-			// an editor's save is often several writes.
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(l.Interval):
+		switch {
+		case err != nil:
+			if err.Error() != l.lastFailure {
+				l.lastFailure = err.Error()
+				fmt.Fprintf(l.Out, "cannot read %s: %v\n", l.Dir, err)
 			}
-			if again, err := l.fingerprint(); err != nil || again != fp {
-				continue
+		case fp != l.seen:
+			if w == nil {
+				// Polled, a change is tried once the folder stays the same
+				// for one interval.
+				if !sleep(ctx, l.Interval) {
+					return nil
+				}
+				if again, err := l.fingerprint(); err != nil || again != fp {
+					continue
+				}
 			}
 			l.seen = fp
 			l.try(ctx)
-		} else if err != nil && err.Error() != l.lastFailure {
-			l.lastFailure = err.Error()
-			fmt.Fprintf(l.Out, "cannot read %s: %v\n", l.Dir, err)
+		case !l.untrusted.IsZero() && time.Since(l.untrusted) > untrustedRetry:
+			l.try(ctx)
 		}
-		select {
-		case <-ctx.Done():
+		if w != nil {
+			if err := w.err(); err != nil {
+				w.close()
+				w = nil
+				fmt.Fprintf(l.Out, "%s can no longer be watched (%v): it is looked at every %v instead\n", l.Dir, err, l.Interval)
+			}
+		}
+		if w == nil {
+			if !sleep(ctx, l.Interval) {
+				return nil
+			}
+			continue
+		}
+		var retry time.Duration
+		if !l.untrusted.IsZero() {
+			retry = max(time.Until(l.untrusted.Add(untrustedRetry)), time.Millisecond)
+		}
+		if !w.wait(ctx, l.Settle, retry) {
 			return nil
-		case <-time.After(l.Interval):
 		}
+	}
+}
+
+// sleep waits for d; it returns false when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -139,6 +197,9 @@ func (l *Loop) start(ctx context.Context) error {
 	}
 	if l.Interval <= 0 {
 		l.Interval = DefaultInterval
+	}
+	if l.Settle <= 0 {
+		l.Settle = DefaultSettle
 	}
 	l.Server = strings.TrimRight(l.Server, "/")
 	if l.builder.Engine == nil {
@@ -340,12 +401,11 @@ func (l *Loop) deliver(ctx context.Context) error {
 		}
 	}
 	fields := `{id version generation instances{id}}`
-	vars := map[string]any{"p": base64.StdEncoding.EncodeToString(pkg)}
 	if installed == nil {
-		err = l.graphql(ctx, `mutation($p:String!){installation:installPlugin(package:$p)`+fields+`}`, vars, &res)
+		err = l.graphqlPackage(ctx, `mutation($p:String!){installation:installPlugin(package:$p)`+fields+`}`, nil, pkg, &res)
 	} else {
-		vars["i"] = installed.ID
-		err = l.graphql(ctx, `mutation($i:ID!,$p:String!){installation:updatePlugin(installationId:$i,package:$p)`+fields+`}`, vars, &res)
+		err = l.graphqlPackage(ctx, `mutation($i:ID!,$p:String!){installation:updatePlugin(installationId:$i,package:$p)`+fields+`}`,
+			map[string]any{"i": installed.ID}, pkg, &res)
 	}
 	if err != nil {
 		keyID := bundle.KeyID(l.Key.Public().(ed25519.PublicKey))
@@ -499,6 +559,34 @@ func (l *Loop) fingerprint() (string, error) {
 // the answer is returned with its code.
 func (l *Loop) graphql(ctx context.Context, query string, vars map[string]any, out any) error {
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	return l.post(ctx, body, out)
+}
+
+// graphqlPackage is graphql with a signed package as the variable $p,
+// written into the body base64 rather than marshalled with the other
+// variables: the megabytes of a module need no JSON escapes, and
+// encoding/json would scan and copy them.
+func (l *Loop) graphqlPackage(ctx context.Context, query string, vars map[string]any, pkg []byte, out any) error {
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	head, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	// {"query":...,"variables":{...}}: $p goes before the last two braces.
+	head = head[:len(head)-2]
+	if len(vars) > 0 {
+		head = append(head, ',')
+	}
+	head = append(head, `"p":"`...)
+	n := base64.StdEncoding.EncodedLen(len(pkg))
+	body := make([]byte, len(head)+n, len(head)+n+3)
+	copy(body, head)
+	base64.StdEncoding.Encode(body[len(head):], pkg)
+	return l.post(ctx, append(body, `"}}`...), out)
+}
+
+// post posts a GraphQL request's body and decodes the answer's data into
+// out.
+func (l *Loop) post(ctx context.Context, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.Server+"/graphql", bytes.NewReader(body))
 	if err != nil {
 		return err

@@ -3,6 +3,8 @@ package devloop_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"pluginhost/capability"
+	"pluginhost/database"
 	"pluginhost/devloop"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
@@ -146,6 +149,19 @@ func (w *world) summary(t *testing.T) string {
 	return res.Summary
 }
 
+// run runs the loop until the test ends.
+func run(t *testing.T, l *devloop.Loop) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the loop ended with %v", err)
+		}
+	})
+}
+
 // The author's loop: the folder is built, validated, signed with a
 // development key the server is asked to trust, and installed with an
 // Instance; a change that breaks the build or the validation is shown with
@@ -156,16 +172,7 @@ func TestLoop(t *testing.T) {
 	w := newWorld(t)
 	dir := copyExample(t)
 	out := &testenv.Buffer{}
-	l := &devloop.Loop{Dir: dir, Server: w.url, Token: w.admin, Engine: newEngine(t), Interval: 50 * time.Millisecond, Out: out}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("the loop ended with %v", err)
-		}
-	}()
+	run(t, &devloop.Loop{Dir: dir, Server: w.url, Token: w.admin, Engine: newEngine(t), Out: out})
 
 	at := waitFor(t, out, 0, "the server trusts the development key")
 	at = waitFor(t, out, at, "installed com.example.notes 1.0.0-dev.1 (generation 1)")
@@ -195,10 +202,12 @@ func TestLoop(t *testing.T) {
 		t.Fatalf("after a broken change the summary says %q", got)
 	}
 
-	// A config that breaks a rule: shown with its file and pointer.
-	edit(t, src, `"%d notes, %d words", undefinedName`, `"%d notes and %d words"`)
+	// A config that breaks a rule: shown with its file and pointer. (The
+	// config is broken before the source is fixed: a try between the two
+	// saves fails too.)
 	config := filepath.Join(dir, "ui", "main.json")
 	edit(t, config, `"type"`, `"typo"`)
+	edit(t, src, `"%d notes, %d words", undefinedName`, `"%d notes and %d words"`)
 	at = waitFor(t, out, at, "error   ui/main.json /")
 	at = waitFor(t, out, at, "the server keeps running com.example.notes 1.0.0-dev.1")
 
@@ -209,6 +218,118 @@ func TestLoop(t *testing.T) {
 		t.Fatalf("after the update the summary says %q", got)
 	}
 	_ = at
+}
+
+// Every way an editor saves is seen, watched (inotify, on Linux) or
+// polled: a file written in place, written in several writes, replaced by
+// another renamed over it, and a file in a folder made after the loop
+// started; dot files (an editor's swap files) are not changes. What is
+// installed is the folder as it was saved last.
+func TestLoopSaves(t *testing.T) {
+	for _, poll := range []bool{false, true} {
+		t.Run(map[bool]string{false: "watched", true: "polled"}[poll], func(t *testing.T) {
+			w := newWorld(t)
+			dir := copyExample(t)
+			out := &testenv.Buffer{}
+			run(t, &devloop.Loop{Dir: dir, Server: w.url, Token: w.admin, Engine: newEngine(t), Poll: poll, Out: out})
+			at := waitFor(t, out, 0, "1.0.0-dev.1 (generation 1)")
+			config := filepath.Join(dir, "ui", "main.json")
+			notes := filepath.Join(dir, "notes")
+			for i, save := range []struct {
+				name   string
+				config bool // the save is of the config, whose description is installed
+				save   func(t *testing.T, description string)
+			}{
+				{"in place", true, func(t *testing.T, description string) {
+					if err := os.WriteFile(config, described(t, config, description), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}},
+				{"in several writes", true, func(t *testing.T, description string) {
+					b := described(t, config, description)
+					f, err := os.OpenFile(config, os.O_WRONLY|os.O_TRUNC, 0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for len(b) > 0 {
+						k := min(len(b), 64)
+						if _, err := f.Write(b[:k]); err != nil {
+							t.Fatal(err)
+						}
+						b = b[k:]
+					}
+					if err := f.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}},
+				{"renamed over", true, func(t *testing.T, description string) {
+					tmp := filepath.Join(filepath.Dir(config), ".main.json.tmp")
+					if err := os.WriteFile(tmp, described(t, config, description), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Rename(tmp, config); err != nil {
+						t.Fatal(err)
+					}
+				}},
+				{"in a new folder", false, func(t *testing.T, description string) {
+					if err := os.Mkdir(notes, 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(notes, "todo.md"), []byte(description), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}},
+				{"in that folder", false, func(t *testing.T, description string) {
+					// Seen only when the folder made after the loop started is
+					// watched too.
+					if err := os.WriteFile(filepath.Join(notes, "todo.md"), []byte(description), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}},
+			} {
+				// A dot file alone is no change.
+				if err := os.WriteFile(filepath.Join(dir, "ui", ".main.json.swp"), []byte(save.name), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				description := "Saved " + save.name
+				save.save(t, description)
+				n := i + 2
+				at = waitFor(t, out, at, fmt.Sprintf("updated com.example.notes 1.0.0-dev.%d (generation %d)", n, n))
+				if got := w.config(t); save.config && !strings.Contains(got, description) {
+					t.Fatalf("saved %s, the installed config is %s", save.name, got)
+				}
+			}
+		})
+	}
+}
+
+// described is the config with its description set.
+func described(t *testing.T, config, description string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	c["description"] = description
+	b, err = json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// config is the installed config of the development Instance's screen.
+func (w *world) config(t *testing.T) string {
+	t.Helper()
+	var rows []database.ExtensionConfigRow
+	if err := w.env.DB.Read.Order("generation DESC").Find(&rows).Error; err != nil || len(rows) == 0 {
+		t.Fatalf("extension configs: %v %v", rows, err)
+	}
+	return rows[0].Config
 }
 
 // Without an admin's token the key cannot be trusted: the install is

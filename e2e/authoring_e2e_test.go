@@ -223,8 +223,9 @@ func TestDevLoopOnTheOpenPage(t *testing.T) {
 // BenchmarkDevLoop measures the author's loop on a new plugin under
 // pluginhost dev, from the saved file to the open page showing it: ui-ms is
 // a screen edit, go-ms a Go edit of the tool (go build of the changed
-// source, pre-initialization, signing, the server's install and compile,
-// the page's reload of the config and the tool's run).
+// source, pre-initialization, signing, the server's install, which makes
+// the new module ready in its interpreter, the page's reload of the config
+// and the tool's run).
 //
 //	go test -run '^$' -bench DevLoop -benchtime 5x ./e2e
 func BenchmarkDevLoop(b *testing.B) {

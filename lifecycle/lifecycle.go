@@ -56,9 +56,13 @@ type ModuleCompiler interface {
 	// first, it returns and the compilation goes on.
 	CompileModule(ctx context.Context, wasm []byte) error
 	// QuickModule makes a module ready to run at once, in the host's
-	// interpreter while its compilation goes on, or refuses it with the
+	// interpreter, its compilation to follow, or refuses it with the
 	// reason: for the packages of pluginhost dev, whose author waits.
 	QuickModule(ctx context.Context, wasm []byte) error
+	// ForgetModule says that the module of a SHA-256 sum (hex) that
+	// QuickModule made ready is no longer needed: the package that held it
+	// was replaced. Its compilation, if not begun, does not begin.
+	ForgetModule(sum string)
 }
 
 // MaxInstanceNameLength bounds Instance names, in characters.
@@ -68,31 +72,101 @@ const MaxInstanceNameLength = 200
 var grantable = []string{models.PermissionNetwork, models.PermissionNotifications}
 
 // OpenPackage verifies a signed package, checks that its publisher key is
-// trusted, and validates the plugin it holds.
+// trusted, validates the plugin it holds and compiles its modules
+// (compileModules).
 func (s *Service) OpenPackage(ctx context.Context, data []byte) (*bundle.Package, *models.Manifest, error) {
-	pkg, err := bundle.Open(data)
+	pkg, m, modules, err := s.openPackage(ctx, data)
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := modules.wait(); err != nil {
+		return nil, nil, err
+	}
+	return pkg, m, nil
+}
+
+// openPackage is OpenPackage, but for the compilation of the modules, which
+// it begins and leaves under way.
+func (s *Service) openPackage(ctx context.Context, data []byte) (*bundle.Package, *models.Manifest, *compilations, error) {
+	pkg, err := bundle.Open(data)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	trusted, err := s.trusted(ctx, pkg.KeyID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if !trusted {
-		return nil, nil, models.Errorf(models.ErrPackageRejected, "publisher key %s is not trusted by this host; an admin can trust it with trustPublisherKey or --trusted-keys", pkg.KeyID)
+		return nil, nil, nil, models.Errorf(models.ErrPackageRejected, "publisher key %s is not trusted by this host; an admin can trust it with trustPublisherKey or --trusted-keys", pkg.KeyID)
+	}
+	// A development package's modules begin to be made ready now, while
+	// the plugin is validated (its author waits for the install); any
+	// other package's once it is valid, for their compilation takes
+	// seconds.
+	var modules *compilations
+	if dev, ok := developmentManifest(pkg); ok {
+		modules = s.startModules(ctx, pkg, dev)
 	}
 	m, report := validator.CheckPlugin(pkg.Files)
 	if err := report.Err("the plugin"); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := checkHostVersion(m); err != nil {
-		return nil, nil, err
-	}
-	if err := s.compileModules(ctx, pkg, m); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	recordModuleSums(pkg, m)
-	return pkg, m, nil
+	if modules == nil {
+		modules = s.startModules(ctx, pkg, m)
+	}
+	return pkg, m, modules, nil
+}
+
+// developmentManifest is the manifest of a development package, decoded
+// but not yet validated; ok is false for any other package.
+func developmentManifest(pkg *bundle.Package) (m *models.Manifest, ok bool) {
+	if err := json.Unmarshal(pkg.Files[validator.ManifestFile], &m); err != nil || m == nil {
+		return nil, false
+	}
+	return m, models.IsDevelopmentVersion(m.Version)
+}
+
+// startModules begins the compilation of the package's modules
+// (compileModules).
+func (s *Service) startModules(ctx context.Context, pkg *bundle.Package, m *models.Manifest) *compilations {
+	c := &compilations{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.err = s.compileModules(ctx, pkg, m)
+	}()
+	return c
+}
+
+// compilations is the compilation of a package's modules (compileModules)
+// under way.
+type compilations struct {
+	done chan struct{}
+	err  error
+}
+
+// wait waits for the compilations and returns how they ended, the same
+// each time.
+func (c *compilations) wait() error {
+	<-c.done
+	return c.err
+}
+
+// waitOutside waits for the compilations of a package that is not a
+// development package before its transaction begins: that wait, up to
+// InstallCompileWait, must not hold the transaction's locks. A development
+// package's modules are made ready in the interpreter, in a fraction of
+// that, while its transaction stores it (its author waits for the
+// install): the transaction waits for them before it commits, and stores
+// nothing when one cannot run.
+func (c *compilations) waitOutside(m *models.Manifest) error {
+	if models.IsDevelopmentVersion(m.Version) {
+		return nil
+	}
+	return c.wait()
 }
 
 // InstallCompileWait is how long an install or update waits, in all, for
@@ -103,7 +177,8 @@ const InstallCompileWait = 20 * time.Second
 // compileModules compiles every module the package's capabilities name,
 // waiting InstallCompileWait at most (less when the request's deadline is
 // nearer); a development package's are only made ready to run, in the
-// interpreter, while they compile.
+// interpreter, and compile later unless an update replaces them first
+// (forgetReplaced).
 func (s *Service) compileModules(ctx context.Context, pkg *bundle.Package, m *models.Manifest) error {
 	if s.Modules == nil {
 		return nil
@@ -194,8 +269,11 @@ func (s *Service) TrustKey(ctx context.Context, admin *models.User, publicKey st
 // storage migrated if the package raises the storage version). Otherwise the
 // Installation is new, at generation 1.
 func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (*models.Installation, error) {
-	pkg, m, err := s.OpenPackage(ctx, data)
+	pkg, m, modules, err := s.openPackage(ctx, data)
 	if err != nil {
+		return nil, err
+	}
+	if err := modules.waitOutside(m); err != nil {
 		return nil, err
 	}
 	manifest := manifestJSON(m)
@@ -208,7 +286,7 @@ func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (
 	restored := false
 	var changes []models.StorageChange
 	fresh := row
-	err = s.DB.Transact(ctx, func(tx *gorm.DB) error {
+	install := func(tx *gorm.DB) error {
 		row, restored, changes = fresh, false, nil
 		if err := claimPluginID(tx, m.ID, pkg.KeyID, now); err != nil {
 			return err
@@ -234,6 +312,12 @@ func (s *Service) Install(ctx context.Context, user *models.User, data []byte) (
 		row = existing
 		changes, err = s.replacePackage(ctx, tx, &row, pkg, m)
 		return err
+	}
+	err = s.DB.Transact(ctx, func(tx *gorm.DB) error {
+		if err := install(tx); err != nil {
+			return err
+		}
+		return modules.wait() // waitOutside
 	})
 	if err != nil {
 		if database.IsDuplicate(err) {

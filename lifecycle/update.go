@@ -24,8 +24,11 @@ import (
 // Installation, then its Instances, then their items), the order of every storage write, and runs
 // again when the database aborts it as a deadlock or lock wait timeout.
 func (s *Service) Update(ctx context.Context, user *models.User, installationID string, data []byte) (*models.Installation, error) {
-	pkg, m, err := s.OpenPackage(ctx, data)
+	pkg, m, modules, err := s.openPackage(ctx, data)
 	if err != nil {
+		return nil, err
+	}
+	if err := modules.waitOutside(m); err != nil {
 		return nil, err
 	}
 	cur, err := s.Installation(ctx, user, installationID)
@@ -56,14 +59,17 @@ func (s *Service) Update(ctx context.Context, user *models.User, installationID 
 			return models.Errorf(models.ErrPackageRejected, "version %s is not newer than the installed version %s; an update raises the version", m.Version, row.Version)
 		}
 		var err error
-		changes, err = s.replacePackage(ctx, tx, &row, pkg, m)
-		return err
+		if changes, err = s.replacePackage(ctx, tx, &row, pkg, m); err != nil {
+			return err
+		}
+		return modules.wait() // waitOutside
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.Gate.Forget(row.ID)
 	s.publish(changes)
+	s.forgetReplaced(cur, m)
 	s.log().Info("plugin updated", "installation", row.ID, "plugin", m.ID, "from", cur.Version, "to", m.Version,
 		"generation", row.Generation, "storage_version", row.StorageVersion, "migrated_instances", len(changes), "user", user.ID)
 	return row.Model()

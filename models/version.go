@@ -69,8 +69,8 @@ const UISchema = 2
 // IsDevelopmentVersion reports whether a version is one pluginhost dev
 // gives the packages it installs: VERSION-dev.N, or VERSION-PRE.dev.N when
 // the manifest's version has a pre-release already. The host makes the
-// modules of such a package ready to run at once, in its interpreter, while
-// it compiles them.
+// modules of such a package ready to run at once, in its interpreter, and
+// compiles them once the author leaves them unchanged for a while.
 func IsDevelopmentVersion(v string) bool {
 	_, pre, ok := strings.Cut(v, "-")
 	return ok && (strings.HasPrefix(pre, "dev.") || strings.Contains(pre, ".dev."))

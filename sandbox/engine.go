@@ -37,7 +37,8 @@ type Engine struct {
 	interpOnce sync.Once
 	interp     wazero.Runtime
 	interpErr  error
-	quickMu    sync.Mutex // one interpreted module made at a time (Quick)
+	quickMu    sync.Mutex    // one interpreted module made at a time (Quick)
+	quickDelay time.Duration // QuickCompileDelay; tests shorten it
 
 	budget   budget        // the memory of all runs at once
 	slots    chan struct{} // one per run at once, overall
@@ -47,7 +48,8 @@ type Engine struct {
 	running  map[string]int // runs at once, per Instance ("i" + id) and per user ("u" + id)
 	freed    chan struct{}  // closed (and replaced) whenever a run ends
 	compiled map[[32]byte]*Module
-	quick    map[[32]byte]*Module        // interpreted modules whose compilation is under way (Quick)
+	quick    map[[32]byte]*Module        // interpreted modules, compiled later or being compiled (Quick)
+	deferred map[[32]byte]*time.Timer    // compilations Quick begins later
 	codeSize int64                       // of the compiled modules kept
 	pending  map[[32]byte]*compilation   // compilations under way
 	failed   map[[32]byte]compileFailure // compilations that failed, recently
@@ -150,7 +152,8 @@ func New(ctx context.Context, cacheDir string, limits Limits) (*Engine, error) {
 		slots:    make(chan struct{}, limits.Concurrency),
 		compiles: make(chan struct{}, limits.CompileConcurrency),
 		running:  map[string]int{}, freed: make(chan struct{}),
-		compiled: map[[32]byte]*Module{}, quick: map[[32]byte]*Module{}, pending: map[[32]byte]*compilation{}, failed: map[[32]byte]compileFailure{},
+		compiled: map[[32]byte]*Module{}, quick: map[[32]byte]*Module{}, deferred: map[[32]byte]*time.Timer{},
+		pending: map[[32]byte]*compilation{}, failed: map[[32]byte]compileFailure{}, quickDelay: QuickCompileDelay,
 		life: life, stop: stop,
 	}
 	e.restored.L = &e.mu
@@ -269,6 +272,10 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	idle := e.idle.takeAll()
+	for sum, t := range e.deferred {
+		t.Stop()
+		delete(e.deferred, sum)
+	}
 	e.mu.Unlock()
 	for _, in := range idle {
 		in.close()
@@ -311,17 +318,22 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 			return m, err
 		}
 		e.mu.Lock()
-		e.startCompileLocked(wasm, sum)
+		e.startCompileLocked(wasm, sum, nil)
 		e.mu.Unlock() // ready waits for the compilation
 	}
 }
 
 // startCompileLocked begins the compilation of a module unless it is under
-// way. The compilation is not the caller's: it goes on when the caller
-// gives up (a request's deadline can be shorter than a large module's
-// compilation on a slow machine), and the next caller finds it done
-// instead of starting again. e.mu is held.
-func (e *Engine) startCompileLocked(wasm []byte, sum [32]byte) {
+// way; ck is the module checked and instrumented already, or nil. The
+// compilation is not the caller's: it goes on when the caller gives up (a
+// request's deadline can be shorter than a large module's compilation on a
+// slow machine), and the next caller finds it done instead of starting
+// again. e.mu is held.
+func (e *Engine) startCompileLocked(wasm []byte, sum [32]byte, ck *checked) {
+	if t, ok := e.deferred[sum]; ok {
+		t.Stop() // begun now
+		delete(e.deferred, sum)
+	}
 	if _, raced := e.pending[sum]; raced || e.closed {
 		return
 	}
@@ -330,7 +342,7 @@ func (e *Engine) startCompileLocked(wasm []byte, sum [32]byte) {
 	e.compiling.Add(1)
 	go func() {
 		defer e.compiling.Done()
-		e.compileInBackground(e.life, wasm, sum, c)
+		e.compileInBackground(e.life, wasm, sum, ck, c)
 	}()
 }
 
@@ -374,8 +386,15 @@ func (e *Engine) ready(ctx context.Context, sum [32]byte) (*Module, error) {
 }
 
 // compileInBackground compiles a module for Compile and keeps it.
-func (e *Engine) compileInBackground(ctx context.Context, wasm []byte, sum [32]byte, c *compilation) {
-	m, err := e.compile(ctx, wasm, sum)
+func (e *Engine) compileInBackground(ctx context.Context, wasm []byte, sum [32]byte, ck *checked, c *compilation) {
+	var m *Module
+	var err error
+	if ck == nil {
+		ck, err = e.check(wasm)
+	}
+	if err == nil {
+		m, err = e.compile(ctx, sum, ck)
+	}
 	e.mu.Lock()
 	delete(e.pending, sum)
 	switch {
@@ -436,10 +455,16 @@ func (e *Engine) CompileStored(ctx context.Context, sumHex string, load func(con
 	return e.Compile(ctx, wasm)
 }
 
-// compile checks the module's structure, instruments it, compiles it in a
-// child process within the compilation budget (compileChild), and loads the
-// machine code the child left in the cache.
-func (e *Engine) compile(ctx context.Context, wasm []byte, sum [32]byte) (*Module, error) {
+// checked is a module that passed wasmbin.Check within the engine's
+// limits, instrumented for them.
+type checked struct {
+	facts        wasmbin.Facts
+	globals      []string // the exports of its mutable globals
+	instrumented []byte
+}
+
+// check checks the module's structure and instruments it.
+func (e *Engine) check(wasm []byte) (*checked, error) {
 	parsed, facts, err := wasmbin.Check(wasm, e.limits.Structure)
 	if err != nil {
 		return nil, err
@@ -448,16 +473,23 @@ func (e *Engine) compile(ctx context.Context, wasm []byte, sum [32]byte) (*Modul
 	if err != nil {
 		return nil, err
 	}
-	size, err := e.compileInChild(ctx, instrumented)
+	return &checked{facts: facts, globals: parsed.MutableGlobalExports(), instrumented: instrumented}, nil
+}
+
+// compile compiles a checked module in a child process within the
+// compilation budget (compileInChild), and loads the machine code the
+// child left in the cache.
+func (e *Engine) compile(ctx context.Context, sum [32]byte, ck *checked) (*Module, error) {
+	size, err := e.compileInChild(ctx, ck.instrumented)
 	if err != nil {
 		return nil, err
 	}
-	cm, err := e.rt.CompileModule(ctx, instrumented)
+	cm, err := e.rt.CompileModule(ctx, ck.instrumented)
 	if err != nil {
 		return nil, fmt.Errorf("not a valid WebAssembly module: %v", err)
 	}
-	return &Module{sum: sum, compiled: cm, facts: facts, codeSize: size,
-		globals: parsed.MutableGlobalExports(), stackBudget: e.limits.StackBytes}, nil
+	return &Module{sum: sum, compiled: cm, facts: ck.facts, codeSize: size,
+		globals: ck.globals, stackBudget: e.limits.StackBytes}, nil
 }
 
 // Release says that the caller no longer uses the module.

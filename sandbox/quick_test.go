@@ -105,8 +105,9 @@ func TestQuick(t *testing.T) {
 	}
 }
 
-// An interpreted reactor runs every time from its state after
-// initialization, as a compiled one does.
+// An interpreted reactor has its first instance made with it, for its
+// first run, and runs every time from its state after initialization, as a
+// compiled one does.
 func TestQuickReactorStartsClean(t *testing.T) {
 	ctx := context.Background()
 	e, err := New(ctx, t.TempDir(), Limits{})
@@ -122,6 +123,11 @@ func TestQuickReactorStartsClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Release(m)
+	for deadline := time.Now().Add(time.Minute); e.Stats().Ready != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no instance of the interpreted reactor was made ready for its first run")
+		}
+	}
 	for i := range 3 {
 		j := job(m, models.Capability{}, `{}`)
 		j.Request.Instance.ID = fmt.Sprint("inst_q_", i)
@@ -136,6 +142,62 @@ func TestQuickReactorStartsClean(t *testing.T) {
 		json.Unmarshal(res.Data, &got)
 		if got.Runs != 1 || got.Earlier != "" {
 			t.Fatalf("run %d saw %+v; want 1 run and no earlier Instance", i+1, got)
+		}
+	}
+}
+
+// A module Quick made ready begins its compilation only once it has been
+// ready for the delay; forgotten before, it is not compiled, and its
+// interpreted module is dropped.
+func TestQuickCompilesLater(t *testing.T) {
+	ctx := context.Background()
+	e, err := New(ctx, t.TempDir(), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	echo := wasmtest.Module(t, modules, "echo")
+
+	e.quickDelay = time.Hour
+	m, err := e.Quick(ctx, sumOf(echo), bytesOf(echo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Release(m)
+	if s := e.Stats(); s.Compiling != 0 || s.Compiled != 0 {
+		t.Fatalf("a module Quick made ready began its compilation at once: %+v", s)
+	}
+	e.Forget(sumOf(echo))
+	e.mu.Lock()
+	_, deferred := e.deferred[m.sum]
+	_, kept := e.quick[m.sum]
+	evicted := m.evicted
+	e.mu.Unlock()
+	if deferred || kept || !evicted {
+		t.Fatalf("a forgotten module is still to be compiled (%v) or kept (%v)", deferred, kept)
+	}
+	if s := e.Stats(); s.Compiling != 0 || s.Compiled != 0 {
+		t.Fatalf("a forgotten module was compiled: %+v", s)
+	}
+
+	e.quickDelay = time.Millisecond
+	m, err = e.Quick(ctx, sumOf(echo), bytesOf(echo))
+	if err != nil || m.rt == nil {
+		t.Fatalf("Quick answered %v, %v; want the interpreted module made again", m, err)
+	}
+	e.Release(m)
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		now, err := e.Quick(ctx, sumOf(echo), bytesOf(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compiled := now.rt == nil
+		e.Release(now)
+		if compiled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the module was not compiled after the delay")
 		}
 	}
 }

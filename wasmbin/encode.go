@@ -58,28 +58,40 @@ func (w *writer) section(id byte, body []byte) {
 
 // Encode writes the module in the binary format.
 func (m *Module) Encode() []byte {
-	w := &writer{b: []byte("\x00asm\x01\x00\x00\x00")}
+	type section struct {
+		id   byte
+		body []byte
+	}
+	var sections []section
 	customs := func(after byte) {
 		for _, c := range m.customs {
 			if c.after == after {
-				w.section(secCustom, c.body)
+				sections = append(sections, section{secCustom, c.body})
 			}
 		}
 	}
 	customs(0)
 	for _, id := range sectionOrder {
-		body, ok := m.sectionBody(id)
-		if ok {
-			w.section(id, body)
+		if body, ok := m.sectionBody(id); ok {
+			sections = append(sections, section{id, body})
 		}
 		customs(id)
+	}
+	size := 8
+	for _, s := range sections {
+		size += 1 + 5 + len(s.body)
+	}
+	w := &writer{b: make([]byte, 0, size)}
+	w.raw([]byte("\x00asm\x01\x00\x00\x00"))
+	for _, s := range sections {
+		w.section(s.id, s.body)
 	}
 	return w.b
 }
 
 // sectionBody encodes one section; ok is false when the module has none.
 func (m *Module) sectionBody(id byte) (body []byte, ok bool) {
-	s := &writer{}
+	s := &writer{b: make([]byte, 0, m.sectionSize(id))}
 	switch id {
 	case secType:
 		if len(m.Types) == 0 {
@@ -236,4 +248,22 @@ func (m *Module) sectionBody(id byte) (body []byte, ok bool) {
 		return nil, false
 	}
 	return s.b, true
+}
+
+// sectionSize is about the size of a section's body, for the room its
+// encoding takes at once: the code and the data, a module's megabytes, are
+// not copied as they grow.
+func (m *Module) sectionSize(id byte) int {
+	n := 16
+	switch id {
+	case secCode:
+		for _, b := range m.Code {
+			n += 10 + 6*len(b.Locals) + len(b.Code)
+		}
+	case secData:
+		for _, d := range m.Data {
+			n += 11 + len(d.Offset) + len(d.Init)
+		}
+	}
+	return n
 }
