@@ -81,7 +81,6 @@ func (e *Engine) exec(ctx context.Context, m *Module, user, instanceID string, b
 
 	// 5. How it ended.
 	err = e.outcome(ctx, runCtx, in, stdout, err)
-	in.io.out, in.io.err, in.io.ctx = nil, nil, nil
 	if err == nil && m.reusable() && !in.mod.IsClosed() {
 		e.restoreLater(in)
 	} else {
@@ -172,6 +171,32 @@ func (e *Engine) initialize(ctx context.Context, in *instance, stderr *boundedWr
 	return nil
 }
 
+// keep puts a reactor's instance, ready for a run, among the idle ones.
+func (e *Engine) keep(in *instance) {
+	e.mu.Lock()
+	victims := e.keepLocked(in)
+	e.mu.Unlock()
+	for _, v := range victims {
+		v.close()
+	}
+}
+
+// keepLocked puts a reactor's instance among the idle ones and returns the
+// instances to close: the oldest idle ones beyond Limits.ReadyBytes, or the
+// instance itself when the engine or its module is done.
+func (e *Engine) keepLocked(in *instance) []*instance {
+	in.io.out, in.io.err, in.io.ctx = nil, nil, nil
+	if e.closed || in.m.evicted {
+		return []*instance{in}
+	}
+	e.idle.push(in)
+	var victims []*instance
+	for e.idle.bytes > e.limits.ReadyBytes {
+		victims = append(victims, e.idle.takeOldest())
+	}
+	return victims
+}
+
 // restoreLater restores a reactor's instance that ran well to the module's
 // image once its run has answered, and keeps it among the idle ones,
 // closing the oldest idle instances beyond Limits.ReadyBytes. A run of the
@@ -188,16 +213,11 @@ func (e *Engine) restoreLater(in *instance) {
 		defer e.restores.Done()
 		defer e.Release(m)
 		ok := in.restore(m.image)
-		var victims []*instance
+		victims := []*instance{in}
 		e.mu.Lock()
 		m.restoring--
-		if ok && !e.closed && !m.evicted {
-			e.idle.push(in)
-			for e.idle.bytes > e.limits.ReadyBytes {
-				victims = append(victims, e.idle.takeOldest())
-			}
-		} else {
-			victims = append(victims, in)
+		if ok {
+			victims = e.keepLocked(in)
 		}
 		e.restored.Broadcast()
 		e.mu.Unlock()
