@@ -303,6 +303,31 @@ func TestLoopSaves(t *testing.T) {
 	}
 }
 
+// A watched folder that is moved away and back can no longer be watched:
+// the loop says so and polls it, and goes on updating the plugin.
+func TestLoopFolderMoved(t *testing.T) {
+	w := newWorld(t)
+	dir := copyExample(t)
+	out := &testenv.Buffer{}
+	run(t, &devloop.Loop{Dir: dir, Server: w.url, Token: w.admin, Engine: newEngine(t), Out: out})
+	at := waitFor(t, out, 0, "1.0.0-dev.1 (generation 1)")
+	if !strings.Contains(out.String(), "watching "+dir+";") {
+		t.Skipf("the folder is polled here:\n%s", out.String())
+	}
+	if err := os.Rename(dir, dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir+".away", dir); err != nil {
+		t.Fatal(err)
+	}
+	at = waitFor(t, out, at, "can no longer be watched")
+	config := filepath.Join(dir, "ui", "main.json")
+	if err := os.WriteFile(config, described(t, config, "Saved after the move"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, out, at, "updated com.example.notes 1.0.0-dev.2 (generation 2)")
+}
+
 // described is the config with its description set.
 func described(t *testing.T, config, description string) []byte {
 	t.Helper()
