@@ -114,7 +114,11 @@ func (l *Loop) Run(ctx context.Context) error {
 		}
 	}
 	if w != nil {
-		defer func() { w.close() }()
+		defer func() {
+			if w != nil {
+				w.close()
+			}
+		}()
 		fmt.Fprintf(l.Out, "watching %s; stop with Ctrl-C\n", l.Dir)
 	} else {
 		fmt.Fprintf(l.Out, "watching %s (every %v); stop with Ctrl-C\n", l.Dir, l.Interval)

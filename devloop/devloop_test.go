@@ -303,6 +303,50 @@ func TestLoopSaves(t *testing.T) {
 	}
 }
 
+// Folders made and removed at once in a watched folder are no reason to
+// stop watching it; the folder itself moved away and back can no longer
+// be watched: the loop says so and polls it, and goes on updating the
+// plugin.
+func TestLoopFolderMoved(t *testing.T) {
+	w := newWorld(t)
+	dir := copyExample(t)
+	out := &testenv.Buffer{}
+	run(t, &devloop.Loop{Dir: dir, Server: w.url, Token: w.admin, Engine: newEngine(t), Out: out})
+	at := waitFor(t, out, 0, "1.0.0-dev.1 (generation 1)")
+	if !strings.Contains(out.String(), "watching "+dir+";") {
+		t.Skipf("the folder is polled here:\n%s", out.String())
+	}
+	config := filepath.Join(dir, "ui", "main.json")
+	for i := range 20 {
+		tmp := filepath.Join(dir, fmt.Sprint("tmp", i))
+		if err := os.MkdirAll(filepath.Join(tmp, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(tmp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(config, described(t, config, "Saved after folders came and went"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at = waitFor(t, out, at, "updated com.example.notes 1.0.0-dev.2 (generation 2)")
+	if strings.Contains(out.String(), "can no longer be watched") {
+		t.Fatalf("folders made and removed stopped the watch:\n%s", out.String())
+	}
+
+	if err := os.Rename(dir, dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir+".away", dir); err != nil {
+		t.Fatal(err)
+	}
+	at = waitFor(t, out, at, "can no longer be watched")
+	if err := os.WriteFile(config, described(t, config, "Saved after the move"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, out, at, "updated com.example.notes 1.0.0-dev.3 (generation 3)")
+}
+
 // described is the config with its description set.
 func described(t *testing.T, config, description string) []byte {
 	t.Helper()

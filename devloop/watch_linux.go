@@ -131,7 +131,8 @@ func (w *watcher) read() {
 			case strings.HasPrefix(name, "."):
 				continue
 			case known && mask&unix.IN_ISDIR != 0 && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
-				if err := w.add(filepath.Join(folder, name)); err != nil {
+				// A folder removed as soon as made has nothing to watch.
+				if err := w.add(filepath.Join(folder, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					w.lose(err)
 				}
 			}
