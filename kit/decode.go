@@ -62,11 +62,7 @@ func (d *reader) next(c byte) bool {
 // null consumes a null, after space, and reports whether there was one.
 func (d *reader) null() bool {
 	d.space()
-	if len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "null" {
-		d.i += 4
-		return true
-	}
-	return false
+	return d.word("null")
 }
 
 // object reads an object, calling field for each member with the reader at
