@@ -57,7 +57,12 @@ type Engine struct {
 	restored sync.Cond                   // on mu: broadcast when a restore (restoreLater) ends
 	closed   bool
 
-	restores sync.WaitGroup // restores under way (restoreLater), which Close waits for
+	// work is what runs on the engine's runtimes: runs, restores of
+	// instances (restoreLater) and first instances (prepare). Close waits
+	// for it before closing them, for a runtime closed under running code
+	// frees memory the code still writes. It is added to only under mu
+	// while the engine is open (begin).
+	work sync.WaitGroup
 
 	life      context.Context // ends with Close: the compilations' context
 	stop      context.CancelFunc
@@ -265,9 +270,10 @@ func (e *Engine) Stats() Stats {
 	return Stats{Compiled: len(e.compiled), CodeBytes: e.codeSize, Compiling: len(e.pending), Ready: len(e.idle.items), MemoryInUse: e.budget.Used()}
 }
 
-// Close releases the engine and its compiled modules. Compilations under
-// way are stopped (their processes killed) and waited for; when ctx ends
-// first, the runtime is left to the process's end.
+// Close releases the engine and its compiled modules. Compilations and
+// runs under way are stopped (their processes killed, their modules ended
+// at their next yield) and waited for; when ctx ends first, the runtime is
+// left to the process's end.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
@@ -284,7 +290,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	over := make(chan struct{})
 	go func() {
 		e.compiling.Wait()
-		e.restores.Wait()
+		e.work.Wait()
 		close(over)
 	}()
 	select {

@@ -43,6 +43,11 @@ type Output struct {
 // kept so far is returned with it.
 func (e *Engine) exec(ctx context.Context, m *Module, user, instanceID string, background bool, deadline time.Time, stdin []byte) (*Output, error) {
 	l := e.limits
+	if !e.begin() {
+		return nil, ErrClosed
+	}
+	defer e.work.Done()
+
 	// 1. A slot.
 	release, err := e.acquire(ctx, user, instanceID, background)
 	if err != nil {
@@ -62,6 +67,7 @@ func (e *Engine) exec(ctx context.Context, m *Module, user, instanceID string, b
 	}
 	runCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	defer context.AfterFunc(e.life, cancel)() // Close ends it
 	stdout := &boundedWriter{max: l.OutputBytes, overflow: cancel}
 	stderr := &boundedWriter{max: l.StderrBytes}
 
@@ -205,12 +211,17 @@ func (e *Engine) keepLocked(in *instance) []*instance {
 func (e *Engine) restoreLater(in *instance) {
 	m := in.m
 	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		in.close()
+		return
+	}
 	m.refs++
 	m.restoring++
+	e.work.Add(1)
 	e.mu.Unlock()
-	e.restores.Add(1)
 	go func() {
-		defer e.restores.Done()
+		defer e.work.Done()
 		defer e.Release(m)
 		ok := in.restore(m.image)
 		victims := []*instance{in}
@@ -225,6 +236,18 @@ func (e *Engine) restoreLater(in *instance) {
 			v.close()
 		}
 	}()
+}
+
+// begin counts work on the engine's runtimes that Close must wait for,
+// and reports false, counting nothing, when the engine is closed.
+func (e *Engine) begin() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.work.Add(1)
+	return true
 }
 
 // outcome says how a call of the instance ended: nil when it ended well
@@ -248,6 +271,8 @@ func (e *Engine) outcome(ctx, runCtx context.Context, in *instance, stdout *boun
 		return models.CapabilityFailed(models.ReasonMemory, "the module's call stack passed its limit of %d bytes (calls nested too deeply)", l.StackBytes)
 	case ctx.Err() != nil:
 		return ctx.Err() // the caller went away
+	case e.life.Err() != nil:
+		return ErrClosed // Close ended the run
 	case runCtx.Err() != nil || exitCode == sys.ExitCodeDeadlineExceeded:
 		return models.CapabilityFailed(models.ReasonTimeout, "the run did not end within %s", l.Timeout)
 	case errors.As(err, &c):

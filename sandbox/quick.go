@@ -98,7 +98,8 @@ func (e *Engine) Quick(ctx context.Context, sumHex string, load func(context.Con
 	}
 	e.quick[sum] = m
 	if m.reusable() {
-		m.refs++ // the first instance's, released when it is made
+		m.refs++      // the first instance's, released when it is made
+		e.work.Add(1) // e.mu is held and the engine open
 		go e.prepare(m)
 	}
 	return m, nil
@@ -109,6 +110,7 @@ func (e *Engine) Quick(ctx context.Context, sumHex string, load func(context.Con
 // instance of an interpreted module takes several times as long as a run
 // of it. A failure is left to the run, which meets it again and says why.
 func (e *Engine) prepare(m *Module) {
+	defer e.work.Done()
 	defer e.Release(m)
 	ctx, cancel := context.WithTimeout(e.life, e.limits.Timeout)
 	defer cancel()

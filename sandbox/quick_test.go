@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -198,6 +199,62 @@ func TestQuickCompilesLater(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the module was not compiled after the delay")
+		}
+	}
+}
+
+// Close waits for what runs on the engine's runtimes, and ends it first: a
+// reactor's first instance being made in the background and a run under
+// way end, their memory is given back, and no run starts afterwards. (A
+// runtime closed under running code freed memory the code still wrote:
+// the race detector saw it, and the process could crash.)
+func TestCloseEndsAndWaitsForRuns(t *testing.T) {
+	ctx := context.Background()
+	reactor := wasmtest.Reactor(t, "testdata/reactors", "counter")
+	loop := wasmtest.Module(t, modules, "loop")
+	for i := range 4 {
+		e, err := New(ctx, t.TempDir(), Limits{Timeout: 10 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := e.Quick(ctx, sumOf(reactor), bytesOf(reactor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Release(m)
+		lm, err := e.Quick(ctx, sumOf(loop), bytesOf(loop))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended := make(chan error, 1)
+		go func() {
+			_, _, err := e.Run(ctx, job(lm, models.Capability{}, `{}`))
+			ended <- err
+		}()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+			e.mu.Lock()
+			running := len(e.running)
+			e.mu.Unlock()
+			if running > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the endless loop never began")
+			}
+		}
+		time.Sleep(time.Duration(i) * 5 * time.Millisecond) // the first instance at several points
+		if err := e.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-ended; !errors.Is(err, ErrClosed) {
+			t.Fatalf("a run under way when the engine closed ended with %v, want %v", err, ErrClosed)
+		}
+		e.Release(lm)
+		if used := e.MemoryInUse(); used != 0 {
+			t.Fatalf("%d bytes of the memory of runs are still held after Close", used)
+		}
+		if _, _, err := e.Run(ctx, job(lm, models.Capability{}, `{}`)); !errors.Is(err, ErrClosed) {
+			t.Fatalf("a run on a closed engine answered %v, want %v", err, ErrClosed)
 		}
 	}
 }

@@ -56,7 +56,7 @@ func TestReactorFreshState(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	e.restores.Wait()
+	e.work.Wait()
 	e.mu.Lock()
 	idle := len(e.idle.items)
 	e.mu.Unlock()
@@ -79,7 +79,7 @@ func TestReactorFailureDropsInstance(t *testing.T) {
 	if f := failure(t, err); f.Reason != models.ReasonOutputTooLarge {
 		t.Fatalf("got %v", err)
 	}
-	e2.restores.Wait()
+	e2.work.Wait()
 	e2.mu.Lock()
 	idle := len(e2.idle.items)
 	e2.mu.Unlock()
@@ -170,7 +170,7 @@ func TestReactorStateIsFresh(t *testing.T) {
 					t.Fatalf("run %d answered %q", i+1, res.Summary)
 				}
 			}
-			e.restores.Wait()
+			e.work.Wait()
 			e.mu.Lock()
 			kept := e.idle.takeAll()
 			e.mu.Unlock()
@@ -198,7 +198,7 @@ func TestSequentialRunsShareOneInstance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.restores.Wait()
+	e.work.Wait()
 	e.mu.Lock()
 	idle := len(e.idle.items)
 	e.mu.Unlock()
