@@ -143,7 +143,9 @@ type Report struct {
 // against input_schema (BAD_USER_INPUT with each problem), write the request,
 // run the module within the limits, read one ExtensionResult from its output
 // (bad_output), and check data against output_schema (output_schema with each
-// problem). Any failure is an error and nothing of the output is returned.
+// problem). Any failure is an error and nothing of the output is returned;
+// a run on an engine that is closed, or closes meanwhile, fails with
+// ErrClosed.
 func (e *Engine) Run(ctx context.Context, job Job) (*Result, Report, error) {
 	var rep Report
 	capability := job.Capability
