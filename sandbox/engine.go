@@ -58,7 +58,8 @@ type Engine struct {
 	closed   bool
 
 	// work is what runs on the engine's runtimes: runs, restores of
-	// instances (restoreLater) and first instances (prepare). Close waits
+	// instances (restoreLater), first instances (prepare) and
+	// pre-initializations. Close waits
 	// for it before closing them, for a runtime closed under running code
 	// frees memory the code still writes. It is added to only under mu
 	// while the engine is open (begin).
@@ -270,9 +271,9 @@ func (e *Engine) Stats() Stats {
 	return Stats{Compiled: len(e.compiled), CodeBytes: e.codeSize, Compiling: len(e.pending), Ready: len(e.idle.items), MemoryInUse: e.budget.Used()}
 }
 
-// Close releases the engine and its compiled modules. Compilations and
-// runs under way are stopped (their processes killed, their modules ended
-// at their next yield) and waited for; when ctx ends first, the runtime is
+// Close releases the engine and its compiled modules. Compilations, runs
+// and pre-initializations under way are stopped (their processes killed,
+// their modules ended at their next yield) and waited for; when ctx ends first, the runtime is
 // left to the process's end.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()

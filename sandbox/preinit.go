@@ -20,6 +20,10 @@ import (
 // in this process: pre-initialize only the modules of the plugin being
 // built, never those a server receives.
 func (e *Engine) Preinitialize(ctx context.Context, wasm []byte) ([]byte, error) {
+	if !e.begin() {
+		return nil, ErrClosed
+	}
+	defer e.work.Done()
 	parsed, facts, err := wasmbin.Check(wasm, e.limits.Structure)
 	if err != nil {
 		return nil, err
@@ -55,6 +59,7 @@ func (e *Engine) Preinitialize(ctx context.Context, wasm []byte) ([]byte, error)
 	// detector), and what it does is never done again by a run.
 	ctx, cancel := context.WithTimeout(ctx, e.limits.CompileTimeout)
 	defer cancel()
+	defer context.AfterFunc(e.life, cancel)() // Close ends it
 	in, err := e.instantiate(ctx, m, true)
 	if err != nil {
 		return nil, err

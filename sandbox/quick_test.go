@@ -205,7 +205,8 @@ func TestQuickCompilesLater(t *testing.T) {
 
 // Close waits for what runs on the engine's runtimes, and ends it first: a
 // reactor's first instance being made in the background and a run under
-// way end, their memory is given back, and no run starts afterwards. (A
+// way end, their memory is given back, and no run or pre-initialization
+// starts afterwards. (A
 // runtime closed under running code freed memory the code still wrote:
 // the race detector saw it, and the process could crash.)
 func TestCloseEndsAndWaitsForRuns(t *testing.T) {
@@ -255,6 +256,9 @@ func TestCloseEndsAndWaitsForRuns(t *testing.T) {
 		}
 		if _, _, err := e.Run(ctx, job(lm, models.Capability{}, `{}`)); !errors.Is(err, ErrClosed) {
 			t.Fatalf("a run on a closed engine answered %v, want %v", err, ErrClosed)
+		}
+		if _, err := e.Preinitialize(ctx, reactor); !errors.Is(err, ErrClosed) {
+			t.Fatalf("a pre-initialization on a closed engine answered %v, want %v", err, ErrClosed)
 		}
 	}
 }
