@@ -65,7 +65,8 @@ start_server() {
   skipped "start the server" && return 1
   stop_pluginhost
   mkdir -p "$WT"
-  "$@" >"$WT/server.log" 2>&1 &
+  : >"$WT/server.log" # there before the job opens it, for the first read below
+  "$@" >>"$WT/server.log" 2>&1 &
   local pid=$! addr i
   disown "$pid" 2>/dev/null
   echo "$pid" >"$WT/server.pid"
@@ -91,7 +92,8 @@ start_server() {
 start_weather() {
   skipped "start the weather service" && return 1
   mkdir -p "$WT"
-  "$1" --addr 127.0.0.1:0 --ca "$WT/weather-ca.pem" >"$WT/weather.log" 2>&1 &
+  : >"$WT/weather.log" # there before the job opens it, for the first read below
+  "$1" --addr 127.0.0.1:0 --ca "$WT/weather-ca.pem" >>"$WT/weather.log" 2>&1 &
   local pid=$! i
   disown "$pid" 2>/dev/null
   echo "$pid" >"$WT/weather.pid"
