@@ -409,6 +409,14 @@ func (p *Page) WaitFor(expr string) {
 // the selector finds, as a person would.
 func (p *Page) Click(selector string) {
 	p.t.Helper()
+	// An element found while the page still loads moves once its styles
+	// arrive, and a click at where it was would miss it: the page's load
+	// ends first (or 5 s pass).
+	p.b.call(p.session, "Runtime.evaluate", map[string]any{"awaitPromise": true, "expression": `new Promise(function(done){
+		if (document.readyState === "complete") return done(true);
+		var t = setTimeout(function(){ done(false); }, 5000);
+		addEventListener("load", function(){ clearTimeout(t); done(true); }, {once: true});
+	})`}, nil)
 	var box struct{ X, Y float64 }
 	p.Eval(fmt.Sprintf(`(function(){var e=document.querySelector(%q);if(!e)return null;e.scrollIntoView({block:"center"});var r=e.getBoundingClientRect();return {X:r.left+r.width/2,Y:r.top+r.height/2};})()`, selector), &box)
 	if box.X == 0 && box.Y == 0 {
