@@ -59,10 +59,10 @@ type Engine struct {
 
 	// work is what runs on the engine's runtimes: runs, restores of
 	// instances (restoreLater), first instances (prepare) and
-	// pre-initializations. Close waits
-	// for it before closing them, for a runtime closed under running code
-	// frees memory the code still writes. It is added to only under mu
-	// while the engine is open (begin).
+	// pre-initializations. Close waits for it before closing them, for a
+	// runtime closed under running code frees memory the code still
+	// writes. It is added to only under mu while the engine is open
+	// (begin).
 	work sync.WaitGroup
 
 	life      context.Context // ends with Close: the compilations' context
@@ -273,8 +273,8 @@ func (e *Engine) Stats() Stats {
 
 // Close releases the engine and its compiled modules. Compilations, runs
 // and pre-initializations under way are stopped (their processes killed,
-// their modules ended at their next yield) and waited for; when ctx ends first, the runtime is
-// left to the process's end.
+// their modules ended at their next yield) and waited for; when ctx ends
+// first, the runtime is left to the process's end.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true

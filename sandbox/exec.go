@@ -211,14 +211,13 @@ func (e *Engine) keepLocked(in *instance) []*instance {
 func (e *Engine) restoreLater(in *instance) {
 	m := in.m
 	e.mu.Lock()
-	if e.closed {
+	if !e.beginLocked() {
 		e.mu.Unlock()
 		in.close()
 		return
 	}
 	m.refs++
 	m.restoring++
-	e.work.Add(1)
 	e.mu.Unlock()
 	go func() {
 		defer e.work.Done()
@@ -243,6 +242,11 @@ func (e *Engine) restoreLater(in *instance) {
 func (e *Engine) begin() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.beginLocked()
+}
+
+// beginLocked is begin with e.mu held.
+func (e *Engine) beginLocked() bool {
 	if e.closed {
 		return false
 	}

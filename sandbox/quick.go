@@ -97,9 +97,8 @@ func (e *Engine) Quick(ctx context.Context, sumHex string, load func(context.Con
 		})
 	}
 	e.quick[sum] = m
-	if m.reusable() {
-		m.refs++      // the first instance's, released when it is made
-		e.work.Add(1) // e.mu is held and the engine open
+	if m.reusable() && e.beginLocked() {
+		m.refs++ // the first instance's, released when it is made
 		go e.prepare(m)
 	}
 	return m, nil

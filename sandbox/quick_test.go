@@ -206,9 +206,8 @@ func TestQuickCompilesLater(t *testing.T) {
 // Close waits for what runs on the engine's runtimes, and ends it first: a
 // reactor's first instance being made in the background and a run under
 // way end, their memory is given back, and no run or pre-initialization
-// starts afterwards. (A
-// runtime closed under running code freed memory the code still wrote:
-// the race detector saw it, and the process could crash.)
+// starts afterwards. (A runtime closed under running code freed memory the
+// code still wrote: the race detector saw it, and the process could crash.)
 func TestCloseEndsAndWaitsForRuns(t *testing.T) {
 	ctx := context.Background()
 	reactor := wasmtest.Reactor(t, "testdata/reactors", "counter")
