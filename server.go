@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -68,15 +67,16 @@ func smallStacks() {
 }
 
 // newLogger logs at level and above, as logfmt text or as one JSON object a
-// line (format "json").
-func newLogger(w io.Writer, level, format string) *slog.Logger {
+// line (format "json"), to out.
+func newLogger(out *logOutput, level, format string) *slog.Logger {
 	var l slog.Level
 	l.UnmarshalText([]byte(level)) // the flag allows only valid levels
 	opts := &slog.HandlerOptions{Level: l}
+	var h slog.Handler = slog.NewTextHandler(out, opts)
 	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(out, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(logHandler{h, out})
 }
 
 // tuneRuntime sets the garbage collector's pacing for a server, unless GOGC
@@ -195,13 +195,15 @@ func serveCommand() cli.Command {
 				}
 				ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 				defer stop()
+				logs := newLogOutput(out.Stderr)
+				defer logs.Flush()
 				s, err := server.New(ctx, server.Config{
 					DSN: *dsn, DataDir: *dataDir, TrustedKeysDir: *trustedKeys, Redis: *redis, Playground: *play,
 					MaxSubscriptionsPerConnection: *perConn, MaxSubscriptionsPerUser: *perUser, WebsocketInitTimeout: *initTimeout,
 					Limits: limits(), RunLimits: runLimits(), CompileCache: *compileCache, Background: *background, Revision: cli.Revision(),
 					EgressAllowPrivate: open, EgressCA: *egressCA, PublicURL: *publicURL,
 					OIDC: idp, SignInAttempts: attempts(), TrustedProxies: trusted,
-				}, newLogger(out.Stderr, *level, *format))
+				}, newLogger(logs, *level, *format))
 				if err != nil {
 					return err
 				}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is the process's standard error as a test sees it.
+type syncBuffer struct {
+	mu     sync.Mutex
+	b      bytes.Buffer
+	writes int
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestLogOutput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// log logs through the server's logger; flushed reports whether the
+		// lines must be out at once, before any flush period has passed.
+		log     func(l *slog.Logger, out *logOutput)
+		want    []string
+		flushed bool
+	}{
+		{"info lines reach the output after the flush period", func(l *slog.Logger, _ *logOutput) {
+			l.Info("request", "route", "/graphql")
+			l.Info("request", "route", "/healthz")
+		}, []string{"route=/graphql", "route=/healthz"}, false},
+		{"a warning is out at once, with the lines before it", func(l *slog.Logger, _ *logOutput) {
+			l.Info("request", "route", "/graphql")
+			l.Warn("slow", "took", "2s")
+		}, []string{"route=/graphql", "msg=slow"}, true},
+		{"an error is out at once, from a logger with attributes", func(l *slog.Logger, _ *logOutput) {
+			l.With("component", "writer").WithGroup("db").Error("commit failed")
+		}, []string{"msg=\"commit failed\"", "component=writer"}, true},
+		{"a full buffer is written at once", func(l *slog.Logger, _ *logOutput) {
+			for i := 0; i < logBufferBytes/50+1; i++ {
+				l.Info("request", "route", strings.Repeat("r", 40))
+			}
+		}, []string{"msg=request"}, true},
+		{"Flush writes what is kept", func(l *slog.Logger, out *logOutput) {
+			l.Info("request", "route", "/graphql")
+			out.Flush()
+		}, []string{"route=/graphql"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stderr := &syncBuffer{}
+			out := newLogOutput(stderr)
+			tc.log(newLogger(out, "info", "text"), out)
+			got := stderr.String()
+			if !tc.flushed {
+				deadline := time.Now().Add(10 * time.Second)
+				for !strings.Contains(got, tc.want[len(tc.want)-1]) && time.Now().Before(deadline) {
+					time.Sleep(logFlushEvery)
+					got = stderr.String()
+				}
+			}
+			last := -1
+			for _, w := range tc.want {
+				i := strings.Index(got, w)
+				if i < 0 {
+					t.Fatalf("the output lacks %q:\n%s", w, got)
+				}
+				if i < last {
+					t.Errorf("%q came out of order:\n%s", w, got)
+				}
+				last = i
+			}
+			if n := strings.Count(got, "\n"); stderr.writes >= n && n > 1 {
+				t.Errorf("%d lines took %d writes: they were not batched", n, stderr.writes)
+			}
+		})
+	}
+}
