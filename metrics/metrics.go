@@ -57,6 +57,11 @@ var (
 		Help:    "Wall time of capability runs by kind and outcome.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	}, []string{"kind", "outcome"})
+	moduleDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "pluginhost_capability_module_duration_seconds",
+		Help:    "Time capability runs spent in the sandbox, by kind: a slot, the module's instance made ready and its code run, in every round; the rest of a run's wall time is the host's (access, snapshot, request and result, host actions).",
+		Buckets: []float64{.00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"kind"})
 	backgroundRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pluginhost_background_runs_total",
 		Help: "Scheduled background runs started by this replica, by outcome (as for pluginhost_capability_runs_total).",
@@ -176,6 +181,7 @@ func zero() {
 			capabilityRuns.WithLabelValues(k, o)
 		}
 		capabilityDuration.WithLabelValues(k, "ok")
+		moduleDuration.WithLabelValues(k)
 	}
 	for _, o := range runOutcomes {
 		backgroundRuns.WithLabelValues(o)
@@ -280,6 +286,12 @@ func CapabilityRun(kind, outcome string, took time.Duration) {
 	capabilityDuration.WithLabelValues(k, o).Observe(took.Seconds())
 }
 
+// ModuleTime records the time a capability run of kind spent in the
+// sandbox, whatever its outcome.
+func ModuleTime(kind string, took time.Duration) {
+	moduleDuration.WithLabelValues(bounded(kind, runKinds)).Observe(took.Seconds())
+}
+
 // BackgroundRun records one scheduled background run this replica started
 // (after winning its lease), for the scheduler to call, with its outcome as
 // for CapabilityRun.
@@ -308,7 +320,7 @@ type Sources struct {
 // set at zero.
 func Register(reg prometheus.Registerer, src Sources) error {
 	zero()
-	cs := []prometheus.Collector{storageOps, refusals, imageOutcomes, aiCalls, capabilityRuns, capabilityDuration, backgroundRuns,
+	cs := []prometheus.Collector{storageOps, refusals, imageOutcomes, aiCalls, capabilityRuns, capabilityDuration, moduleDuration, backgroundRuns,
 		fetches, fetchDuration, fetchRefusals, signInRefusals, issuerKeyFetches}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "pluginhost_build_info",

@@ -70,6 +70,7 @@ func TestRegister(t *testing.T) {
 		t.Fatal(err)
 	}
 	CapabilityRun("skill", "ok", 300*time.Millisecond)
+	ModuleTime("com.example.weather", time.Millisecond) // not a kind: other
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -93,13 +94,14 @@ func TestRegister(t *testing.T) {
 	// Every family is there with its known label sets, whether or not
 	// anything happened yet.
 	for family, series := range map[string]string{
-		"pluginhost_storage_operations_total":        "code=PLUGIN_STORAGE_QUOTA_EXCEEDED,operation=update;",
-		"pluginhost_refusals_total":                  "by=image_proxy,kind=permission;",
-		"pluginhost_image_proxy_requests_total":      "outcome=blocked_address;",
-		"pluginhost_ai_calls_total":                  "code=OK,tool=capability;",
-		"pluginhost_capability_runs_total":           "kind=background,outcome=crash;",
-		"pluginhost_capability_run_duration_seconds": "kind=tool,outcome=ok;",
-		"pluginhost_background_runs_total":           "outcome=timeout;",
+		"pluginhost_storage_operations_total":           "code=PLUGIN_STORAGE_QUOTA_EXCEEDED,operation=update;",
+		"pluginhost_refusals_total":                     "by=image_proxy,kind=permission;",
+		"pluginhost_image_proxy_requests_total":         "outcome=blocked_address;",
+		"pluginhost_ai_calls_total":                     "code=OK,tool=capability;",
+		"pluginhost_capability_runs_total":              "kind=background,outcome=crash;",
+		"pluginhost_capability_run_duration_seconds":    "kind=tool,outcome=ok;",
+		"pluginhost_capability_module_duration_seconds": "kind=background;kind=other;kind=skill;kind=tool;",
+		"pluginhost_background_runs_total":              "outcome=timeout;",
 	} {
 		if !strings.Contains(found[family], series) {
 			t.Errorf("%s lacks %s at registration: %q", family, series, found[family])
