@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"pluginhost/httpapi"
 )
 
-// logOutput batches the server's log lines into fewer writes: under load an
-// access log line a request would cost a write a request, which a busy
-// server feels. A line reaches the output within logFlushEvery of being
-// logged, at once when it is a warning or an error (logHandler), and before
+// logOutput batches the access log's lines into fewer writes: a line a
+// request would cost a busy server a write a request. An access log line
+// reaches the output within logFlushEvery of being logged, or with the next
+// line of any other record, which goes out at once (logHandler), and before
 // serve returns (Flush); at most logBufferBytes wait.
 type logOutput struct {
 	w     io.Writer
@@ -66,8 +68,9 @@ func (o *logOutput) flushLocked() {
 	}
 }
 
-// logHandler flushes its output after each record of level warn or above,
-// so that an error is seen at once, and the lines before it with it.
+// logHandler flushes its output after each record but the access log's
+// (httpapi.AccessMessage at level info), so that every other line is seen
+// at once, with the access log's lines before it.
 type logHandler struct {
 	slog.Handler
 	out *logOutput
@@ -75,7 +78,7 @@ type logHandler struct {
 
 func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
 	err := h.Handler.Handle(ctx, r)
-	if r.Level >= slog.LevelWarn {
+	if r.Message != httpapi.AccessMessage || r.Level != slog.LevelInfo {
 		h.out.Flush()
 	}
 	return err

@@ -38,14 +38,22 @@ func TestLogOutput(t *testing.T) {
 		want    []string
 		flushed bool
 	}{
-		{"info lines reach the output after the flush period", func(l *slog.Logger, _ *logOutput) {
+		{"access log lines reach the output after the flush period", func(l *slog.Logger, _ *logOutput) {
 			l.Info("request", "route", "/graphql")
 			l.Info("request", "route", "/healthz")
 		}, []string{"route=/graphql", "route=/healthz"}, false},
+		{"any other line is out at once, with the lines before it", func(l *slog.Logger, _ *logOutput) {
+			l.Info("request", "route", "/graphql")
+			l.Info("request", "route", "/healthz")
+			l.Info("pluginhost serving", "addr", "127.0.0.1:8080")
+		}, []string{"route=/graphql", "route=/healthz", "msg=\"pluginhost serving\""}, true},
 		{"a warning is out at once, with the lines before it", func(l *slog.Logger, _ *logOutput) {
 			l.Info("request", "route", "/graphql")
 			l.Warn("slow", "took", "2s")
 		}, []string{"route=/graphql", "msg=slow"}, true},
+		{"an access log record of another level is out at once", func(l *slog.Logger, _ *logOutput) {
+			l.Warn("request", "route", "/graphql")
+		}, []string{"route=/graphql"}, true},
 		{"an error is out at once, from a logger with attributes", func(l *slog.Logger, _ *logOutput) {
 			l.With("component", "writer").WithGroup("db").Error("commit failed")
 		}, []string{"msg=\"commit failed\"", "component=writer"}, true},

@@ -18,6 +18,9 @@ import (
 // request when a proxy in front has already given it one.
 const RequestIDHeader = "X-Request-Id"
 
+// AccessMessage is the message of AccessLog's records.
+const AccessMessage = "request"
+
 // maxRequestID bounds a request id taken from a proxy.
 const maxRequestID = 64
 
@@ -60,7 +63,7 @@ func AccessLog(log *slog.Logger, next http.Handler) http.Handler {
 			return
 		}
 		end := time.Now()
-		rec := slog.NewRecord(end, slog.LevelInfo, "request", 0)
+		rec := slog.NewRecord(end, slog.LevelInfo, AccessMessage, 0)
 		rec.AddAttrs(
 			slog.String("method", r.Method),
 			slog.String("route", route),
