@@ -151,7 +151,9 @@ func (s *Service) Run(ctx context.Context, call Call) (res *models.ExtensionResu
 			Refused: func(connection string) { refused = connection }})
 	}
 	out, rep, err := s.Engine.Run(ctx, job)
-	metrics.ModuleTime(c.Kind, rep.Duration)
+	if rep.Duration > 0 { // none when the arguments or the module were refused first
+		metrics.ModuleTime(c.Kind, rep.Duration)
+	}
 	if err != nil {
 		if s.Log != nil && len(rep.Stderr) > 0 {
 			s.Log.Debug("capability run failed", "instance", call.InstanceID, "capability", call.Capability, "stderr_bytes", len(rep.Stderr))

@@ -287,7 +287,7 @@ func CapabilityRun(kind, outcome string, took time.Duration) {
 }
 
 // ModuleTime records the time a capability run of kind spent in the
-// sandbox, whatever its outcome.
+// sandbox, whatever its outcome, for a run that reached it.
 func ModuleTime(kind string, took time.Duration) {
 	moduleDuration.WithLabelValues(bounded(kind, runKinds)).Observe(took.Seconds())
 }
