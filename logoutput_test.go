@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"pluginhost/httpapi"
 )
 
 // syncBuffer is the process's standard error as a test sees it.
@@ -48,22 +50,22 @@ func TestLogOutput(t *testing.T) {
 			l.Info("pluginhost serving", "addr", "127.0.0.1:8080")
 		}, []string{"route=/r0", "route=/r49", "msg=\"pluginhost serving\""}, true},
 		{"a warning is out at once, with the lines before it", func(l *slog.Logger, _ *logOutput) {
-			l.Info("request", "route", "/graphql")
+			l.Info(httpapi.AccessMessage, "route", "/graphql")
 			l.Warn("slow", "took", "2s")
 		}, []string{"route=/graphql", "msg=slow"}, true},
 		{"an access log record of another level is out at once", func(l *slog.Logger, _ *logOutput) {
-			l.Warn("request", "route", "/graphql")
+			l.Warn(httpapi.AccessMessage, "route", "/graphql")
 		}, []string{"route=/graphql"}, true},
 		{"an error is out at once, from a logger with attributes", func(l *slog.Logger, _ *logOutput) {
 			l.With("component", "writer").WithGroup("db").Error("commit failed")
 		}, []string{"msg=\"commit failed\"", "component=writer"}, true},
 		{"a full buffer is written at once", func(l *slog.Logger, _ *logOutput) {
 			for i := 0; i < logBufferBytes/50+1; i++ {
-				l.Info("request", "route", strings.Repeat("r", 40))
+				l.Info(httpapi.AccessMessage, "route", strings.Repeat("r", 40))
 			}
 		}, []string{"msg=request"}, true},
 		{"Flush writes what is kept", func(l *slog.Logger, out *logOutput) {
-			l.Info("request", "route", "/graphql")
+			l.Info(httpapi.AccessMessage, "route", "/graphql")
 			out.Flush()
 		}, []string{"route=/graphql"}, true},
 	} {
@@ -103,6 +105,6 @@ func TestLogOutput(t *testing.T) {
 // requests logs n access log lines, of routes /r0 to /r<n-1>.
 func requests(l *slog.Logger, n int) {
 	for i := range n {
-		l.Info("request", "route", "/r"+strconv.Itoa(i))
+		l.Info(httpapi.AccessMessage, "route", "/r"+strconv.Itoa(i))
 	}
 }
