@@ -24,12 +24,12 @@ func buildCmd() Command {
 			"names are checked by the validator's rules: nothing is read or written outside the folder, through .. or a\n" +
 			"symbolic link.",
 		Setup: func(fs *FlagSet) Runner {
-			dir := fs.String("dir", "PLUGINHOST_BUILD_DIR", "", "the plugin folder (required)")
+			dir := fs.String("dir", "PLUGINHOST_BUILD_DIR", ".", "the plugin folder")
 			cacheDir := fs.String("cache-dir", "PLUGINHOST_BUILD_CACHE_DIR", defaultCacheDir(), "folder of compiled modules")
 			limits := SandboxFlags(fs)
 			return func(ctx context.Context, out IO, args []string) error {
 				if *dir == "" {
-					return Usagef("--dir is required")
+					return Usagef("--dir is empty: give the plugin folder")
 				}
 				engine, err := sandbox.New(ctx, *cacheDir, limits())
 				if err != nil {

@@ -26,7 +26,7 @@ func devCmd() Command {
 			"pages of it show the new version in place, keeping their state. A change that does not build, validate or\n" +
 			"install is reported here and on the open pages, and the last good version keeps running.",
 		Setup: func(fs *FlagSet) Runner {
-			dir := fs.String("dir", "PLUGINHOST_DEV_DIR", "", "the plugin folder (required)")
+			dir := fs.String("dir", "PLUGINHOST_DEV_DIR", ".", "the plugin folder")
 			server := fs.String("server", "PLUGINHOST_SERVER", "http://127.0.0.1:8080", "the running server's base URL")
 			token := fs.String("token", "PLUGINHOST_TOKEN", "", "your bearer token on that server (required; pluginhost token create)")
 			keyPath := fs.String("key", "PLUGINHOST_DEV_KEY", "", "sign with this publisher key, PREFIX.key, instead of the development key")
@@ -41,7 +41,7 @@ func devCmd() Command {
 				ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 				defer stop()
 				if *dir == "" || *token == "" {
-					return Usagef("--dir and --token are required")
+					return Usagef("--token is required, and --dir must name the plugin folder")
 				}
 				var key ed25519.PrivateKey
 				if *keyPath != "" {

@@ -36,12 +36,12 @@ func packageCmd() Command {
 		Name:    "package",
 		Summary: "validate a plugin source folder, then write it as a signed package file",
 		Setup: func(fs *FlagSet) Runner {
-			dir := fs.String("dir", "PLUGINHOST_PACKAGE_DIR", "", "plugin source folder (required)")
+			dir := fs.String("dir", "PLUGINHOST_PACKAGE_DIR", ".", "plugin source folder")
 			keyPath := fs.String("key", "PLUGINHOST_PACKAGE_KEY", "", "publisher private key, PREFIX.key (required)")
 			out := fs.String("out", "PLUGINHOST_PACKAGE_OUT", "", "package file to write (required)")
 			return func(ctx context.Context, io IO, args []string) error {
 				if *dir == "" || *keyPath == "" || *out == "" {
-					return Usagef("--dir, --key and --out are required")
+					return Usagef("--key and --out are required, and --dir must name the plugin source folder")
 				}
 				folder, err := bundle.ReadPlugin(*dir)
 				if err != nil {

@@ -38,8 +38,8 @@ func newCmd() Command {
 				if p.Lang == scaffold.C {
 					test = "clang -Wall -o summary_test test/summary_test.c && ./summary_test"
 				}
-				fmt.Fprintf(out.Stdout, "next, in %s:\n  %s\n  pluginhost build --dir .\n  pluginhost validate .\n"+
-					"  pluginhost run --dir . --capability %s\n  pluginhost dev --dir . --token \"$TOKEN\"   (against a running pluginhost serve)\n"+
+				fmt.Fprintf(out.Stdout, "next, in %s:\n  %s\n  pluginhost build\n  pluginhost validate .\n"+
+					"  pluginhost run --capability %s\n  pluginhost dev --token \"$TOKEN\"   (against a running pluginhost serve)\n"+
 					"README.md says more.\n", *dir, test, p.Tool)
 				return nil
 			}

@@ -71,7 +71,7 @@ func runCmd() Command {
 			"{\"error\": {\"code\", \"reason\", \"message\", ...}} with exit 1; the module's standard error\n" +
 			"goes to standard error. Compiled modules are cached in --cache-dir.",
 		Setup: func(fs *FlagSet) Runner {
-			dir := fs.String("dir", "PLUGINHOST_RUN_DIR", "", "the plugin folder (required)")
+			dir := fs.String("dir", "PLUGINHOST_RUN_DIR", ".", "the plugin folder")
 			id := fs.String("capability", "PLUGINHOST_RUN_CAPABILITY", "", "the capability id (required)")
 			args := fs.String("arguments", "PLUGINHOST_RUN_ARGUMENTS", "{}", "the arguments, a JSON object")
 			query := fs.String("query", "PLUGINHOST_RUN_QUERY", "", "the query handed to the capability, if any")
@@ -86,7 +86,7 @@ func runCmd() Command {
 			limits := SandboxFlags(fs)
 			return func(ctx context.Context, out IO, pos []string) error {
 				if *dir == "" || *id == "" {
-					return Usagef("--dir and --capability are required")
+					return Usagef("--capability is required, and --dir must name the plugin folder")
 				}
 				job, err := localJob(*dir, *id, *args, *query, *storageFile, *trigger)
 				if err != nil {

@@ -98,3 +98,33 @@ func TestRunCommandFetches(t *testing.T) {
 		}
 	}
 }
+
+// The author's commands work on the current folder when --dir is left out,
+// and an empty --dir is a usage error that names it.
+func TestFolderDefaultsToCurrent(t *testing.T) {
+	notes := plugintest.Example(t, "../examples/notes")
+	work := t.TempDir()
+	if code, out, errs := sh(t, "keygen", "--out", filepath.Join(work, "me")); code != 0 {
+		t.Fatalf("keygen: exit %d %s %s", code, out, errs)
+	}
+	cache := "--cache-dir=" + filepath.Join(work, "cache")
+	t.Chdir(notes)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"run", []string{"run", "--capability", "notes.summary", cache}, 0, `"summary": "0 notes, 0 words"`},
+		{"package", []string{"package", "--key", filepath.Join(work, "me.key"), "--out", filepath.Join(work, "notes.phpkg")}, 0, "packaged com.example.notes"},
+		{"run, --dir empty", []string{"run", "--dir", "", "--capability", "notes.summary", cache}, 2, ""},
+		{"package, --dir empty", []string{"package", "--dir", "", "--key", filepath.Join(work, "me.key"), "--out", filepath.Join(work, "x.phpkg")}, 2, ""},
+		{"build, --dir empty", []string{"build", "--dir", "", cache}, 2, ""},
+	}
+	for _, tt := range tests {
+		code, out, errs := sh(t, tt.args...)
+		if code != tt.code || !strings.Contains(out, tt.want) || (tt.code == 2 && !strings.Contains(errs, "--dir")) {
+			t.Errorf("%s: exit %d (want %d)\n%s\n%s", tt.name, code, tt.code, out, errs)
+		}
+	}
+}

@@ -80,19 +80,19 @@ func TestNewPluginOffline(t *testing.T) {
 					t.Fatalf("the C test says %s", out)
 				}
 			}
-			if out := author(t, dir, env, binary, "build", "--dir", "."); !strings.Contains(out, "built "+lang+"notes.summary from src/summary into capabilities/summary.wasm") {
+			if out := author(t, dir, env, binary, "build"); !strings.Contains(out, "built "+lang+"notes.summary from src/summary into capabilities/summary.wasm") {
 				t.Fatalf("build says %s", out)
 			}
 			author(t, dir, env, binary, "validate", ".")
 			author(t, work, env, binary, "keygen", "--out", filepath.Join(work, "me"))
-			author(t, dir, env, binary, "package", "--dir", ".", "--key", filepath.Join(work, "me.key"), "--out", filepath.Join(work, "notes.phpkg"))
+			author(t, dir, env, binary, "package", "--key", filepath.Join(work, "me.key"), "--out", filepath.Join(work, "notes.phpkg"))
 			snapshot := filepath.Join(work, "snapshot.json")
 			os.WriteFile(snapshot, []byte(`{"storage_revision": 2, "namespaces": {"notes": [
 				{"key": "milk", "value": {"text": "buy milk"}, "revision": 1}, {"key": "call", "value": {"text": "call"}, "revision": 2}]}}`), 0o644)
-			if out := author(t, dir, env, binary, "run", "--dir", ".", "--capability", lang+"notes.summary", "--storage", snapshot); !strings.Contains(out, `"summary": "2 notes, 3 words"`) {
+			if out := author(t, dir, env, binary, "run", "--capability", lang+"notes.summary", "--storage", snapshot); !strings.Contains(out, `"summary": "2 notes, 3 words"`) {
 				t.Fatalf("run says %s", out)
 			}
-			out := author(t, dir, env, binary, "dev", "--once", "--dir", ".", "--server", srv.URL, "--token", admin.Token)
+			out := author(t, dir, env, binary, "dev", "--once", "--server", srv.URL, "--token", admin.Token)
 			if !strings.Contains(out, "installed "+id+" 0.1.0-dev.1") {
 				t.Fatalf("dev says %s", out)
 			}

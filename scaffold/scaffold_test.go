@@ -66,7 +66,7 @@ func TestNew(t *testing.T) {
 				}
 			}
 			readme, _ := os.ReadFile(filepath.Join(dir, "README.md"))
-			for _, want := range []string{"pluginhost build --dir .", "pluginhost dev --dir .", p.Tool, p.ID} {
+			for _, want := range []string{"pluginhost build\n", "pluginhost dev --token", p.Tool, p.ID} {
 				if !strings.Contains(string(readme), want) {
 					t.Errorf("the README does not say %q", want)
 				}
