@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,9 @@ type instance struct {
 	fixed  int64 // tables and globals, charged to the budget while the instance lives
 	budget *budget
 	used   time.Time
+	// mapped: the start of the memory maps the image's file (imageFile),
+	// so that restore compares only the pages the instance wrote.
+	mapped bool
 }
 
 // stdio is an instance's standard streams and the context of the run
@@ -92,6 +96,7 @@ func (r randOf) Read(p []byte) (int, error) {
 type image struct {
 	memory  []byte
 	globals map[string]uint64
+	file    *imageFile // the memory in a file instances map, or nil
 }
 
 // fixedBytes is what an instance of the module holds beyond its linear
@@ -226,6 +231,9 @@ func (in *instance) takeImage() *image {
 	img := &image{globals: map[string]uint64{}}
 	if in.mem != nil {
 		img.memory = bytes.Clone(in.mem.bytes())
+		if img.file = newImageFile(img.memory); img.file != nil {
+			runtime.AddCleanup(img, (*imageFile).close, img.file)
+		}
 	}
 	for _, name := range in.m.globals {
 		if g, ok := in.mod.ExportedGlobal(name).(api.MutableGlobal); ok {
@@ -256,7 +264,14 @@ func (in *instance) restore(img *image) bool {
 				return false
 			}
 		}
-		restoreMemory(in.mem.bytes(), img.memory)
+		mem := in.mem.bytes()
+		switch {
+		case in.mapped && img.file.restoreOwnPages(mem, img.memory):
+		case img.file != nil && img.file.mapOnto(mem):
+			in.mapped = true
+		default:
+			restoreMemory(mem, img.memory)
+		}
 	}
 	for name, v := range img.globals {
 		if g, ok := in.mod.ExportedGlobal(name).(api.MutableGlobal); ok {
