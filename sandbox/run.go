@@ -276,7 +276,8 @@ func parseFetch(stdout []byte) ([]FetchRequest, json.RawMessage, error) {
 		Carry json.RawMessage `json:"carry"`
 	}
 	trimmed := bytes.TrimSpace(stdout)
-	if len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &probe) != nil || probe.Fetch == nil {
+	if len(trimmed) == 0 || trimmed[0] != '{' || !mayName(trimmed, "fetch", true) ||
+		json.Unmarshal(trimmed, &probe) != nil || probe.Fetch == nil {
 		return nil, nil, nil
 	}
 	var raw map[string]json.RawMessage
@@ -343,10 +344,6 @@ func parseResult(stdout []byte, instanceID string) (*Result, error) {
 	if len(data) == 0 || data[0] != '{' {
 		return nil, models.CapabilityFailed(models.ReasonBadOutput, "the result's data must be a JSON object")
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return nil, models.CapabilityFailed(models.ReasonBadOutput, "the result's data: %v", err)
-	}
 	for i, ev := range raw.Evidence {
 		if ev.InstanceID != instanceID || ev.Type != "plugin_storage" {
 			return nil, models.CapabilityFailed(models.ReasonBadOutput, "evidence[%d] must be plugin_storage evidence of this Instance", i)
@@ -358,6 +355,16 @@ func parseResult(stdout []byte, instanceID string) (*Result, error) {
 	}
 	// The host's own members are the host's: taken out of data before
 	// output_schema and the caller see it.
+	if !mayName(data, "host_actions", false) && !mayName(data, "notifications", false) {
+		var compact bytes.Buffer
+		json.Compact(&compact, data)
+		res.Data = compact.Bytes()
+		return res, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, models.CapabilityFailed(models.ReasonBadOutput, "the result's data: %v", err)
+	}
 	ha, hasActions := fields["host_actions"]
 	if hasActions && string(ha) != "null" {
 		res.HostActions = ha
@@ -376,4 +383,27 @@ func parseResult(stdout []byte, instanceID string) (*Result, error) {
 	json.Compact(&compact, data)
 	res.Data = compact.Bytes()
 	return res, nil
+}
+
+// mayName reports whether the JSON text b may hold name as a member name:
+// quoted as it is, in any case as well when fold is set (as encoding/json
+// matches a struct's fields; name must then be ASCII without k or s, whose
+// folds include other characters), or b holds a \u escape, which could
+// spell it. False means no member of b, at any depth, is named name.
+func mayName(b []byte, name string, fold bool) bool {
+	if bytes.Contains(b, []byte(`\u`)) {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		if end := i + len(name); end < len(b) && b[end] == '"' {
+			if s := b[i:end]; string(s) == name || fold && bytes.EqualFold(s, []byte(name)) {
+				return true
+			}
+		}
+	}
 }
