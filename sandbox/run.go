@@ -276,7 +276,7 @@ func parseFetch(stdout []byte) ([]FetchRequest, json.RawMessage, error) {
 		Carry json.RawMessage `json:"carry"`
 	}
 	trimmed := bytes.TrimSpace(stdout)
-	if len(trimmed) == 0 || trimmed[0] != '{' || !mayName(trimmed, "fetch", true) ||
+	if len(trimmed) == 0 || trimmed[0] != '{' || !mayName(trimmed, true, "fetch") ||
 		json.Unmarshal(trimmed, &probe) != nil || probe.Fetch == nil {
 		return nil, nil, nil
 	}
@@ -354,30 +354,27 @@ func parseResult(stdout []byte, instanceID string) (*Result, error) {
 		res.Evidence = []models.Evidence{}
 	}
 	// The host's own members are the host's: taken out of data before
-	// output_schema and the caller see it.
-	if !mayName(data, "host_actions", false) && !mayName(data, "notifications", false) {
-		var compact bytes.Buffer
-		json.Compact(&compact, data)
-		res.Data = compact.Bytes()
-		return res, nil
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return nil, models.CapabilityFailed(models.ReasonBadOutput, "the result's data: %v", err)
-	}
-	ha, hasActions := fields["host_actions"]
-	if hasActions && string(ha) != "null" {
-		res.HostActions = ha
-	}
-	n, hasNotices := fields["notifications"]
-	if hasNotices && string(n) != "null" {
-		res.Notifications = n
-	}
-	if hasActions || hasNotices {
-		delete(fields, "host_actions")
-		delete(fields, "notifications")
-		res.Data, _ = json.Marshal(fields)
-		return res, nil
+	// output_schema and the caller see it. Data that cannot name them is
+	// not decoded for them.
+	if mayName(data, false, "host_actions", "notifications") {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(data, &fields); err != nil {
+			return nil, models.CapabilityFailed(models.ReasonBadOutput, "the result's data: %v", err)
+		}
+		ha, hasActions := fields["host_actions"]
+		if hasActions && string(ha) != "null" {
+			res.HostActions = ha
+		}
+		n, hasNotices := fields["notifications"]
+		if hasNotices && string(n) != "null" {
+			res.Notifications = n
+		}
+		if hasActions || hasNotices {
+			delete(fields, "host_actions")
+			delete(fields, "notifications")
+			res.Data, _ = json.Marshal(fields)
+			return res, nil
+		}
 	}
 	var compact bytes.Buffer
 	json.Compact(&compact, data)
@@ -385,12 +382,13 @@ func parseResult(stdout []byte, instanceID string) (*Result, error) {
 	return res, nil
 }
 
-// mayName reports whether the JSON text b may hold name as a member name:
-// quoted as it is, in any case as well when fold is set (as encoding/json
-// matches a struct's fields; name must then be ASCII without k or s, whose
-// folds include other characters), or b holds a \u escape, which could
-// spell it. False means no member of b, at any depth, is named name.
-func mayName(b []byte, name string, fold bool) bool {
+// mayName reports whether the JSON text b may hold one of names as a
+// member name: quoted as it is, in any case as well when fold is set (as
+// encoding/json matches a struct's fields; names must then be ASCII without
+// k or s, whose folds include other characters), or b holds a \u escape,
+// which could spell it. False means no member of b, at any depth, has one
+// of the names.
+func mayName(b []byte, fold bool, names ...string) bool {
 	if bytes.Contains(b, []byte(`\u`)) {
 		return true
 	}
@@ -400,9 +398,11 @@ func mayName(b []byte, name string, fold bool) bool {
 			return false
 		}
 		i += j + 1
-		if end := i + len(name); end < len(b) && b[end] == '"' {
-			if s := b[i:end]; string(s) == name || fold && bytes.EqualFold(s, []byte(name)) {
-				return true
+		for _, name := range names {
+			if end := i + len(name); end < len(b) && b[end] == '"' {
+				if s := b[i:end]; string(s) == name || fold && bytes.EqualFold(s, []byte(name)) {
+					return true
+				}
 			}
 		}
 	}
