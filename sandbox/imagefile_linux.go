@@ -24,9 +24,6 @@ type imageFile struct {
 	size int
 }
 
-// pageBytes is the system's page size.
-var pageBytes = os.Getpagesize()
-
 // newImageFile writes memory to a new memory file, or returns nil when the
 // system cannot (then instances are restored by comparing every page).
 func newImageFile(memory []byte) *imageFile {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -282,13 +283,15 @@ func (in *instance) restore(img *image) bool {
 	return true
 }
 
+// pageBytes is the system's page size.
+var pageBytes = os.Getpagesize()
+
 // restoreMemory writes src over dst, as long, page by page, skipping the
 // pages that hold src already: a run leaves most of them as they were,
 // and comparing costs less than writing.
 func restoreMemory(dst, src []byte) {
-	const page = 4096
-	for off := 0; off < len(src); off += page {
-		end := min(off+page, len(src))
+	for off := 0; off < len(src); off += pageBytes {
+		end := min(off+pageBytes, len(src))
 		if !bytes.Equal(dst[off:end], src[off:end]) {
 			copy(dst[off:end], src[off:end])
 		}
