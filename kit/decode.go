@@ -3,21 +3,22 @@ package kit
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // decodeRequest decodes the request the host wrote into req.
 //
 // It reads the request as the host writes it (encoding/json's output: the
-// fields of Request and no others, numbers that are integers), checking it
-// is JSON and then reading it in one pass, keeping the arguments, the
-// items' values and the carry as slices of b; a request of any other form
+// fields of Request and no others, numbers that are integers) in one pass
+// that also checks it is JSON, keeping the arguments, the items' values and
+// the carry as slices of b; a request of any other form
 // is decoded by encoding/json, whose answer, result or error, is then the
 // one returned. Inside a WebAssembly module, encoding/json spends most of a
 // short run reading the snapshot; this reader takes a fraction of that.
 func decodeRequest(b []byte, req *Request) error {
 	d := reader{b: b}
 	var fast Request
-	if valid(b) && d.request(&fast) && d.end() {
+	if d.request(&fast) && d.end() {
 		*req = fast
 		return nil
 	}
@@ -66,8 +67,8 @@ func (d *reader) null() bool {
 }
 
 // object reads an object, calling field for each member with the reader at
-// its value; a null is an empty object.
-func (d *reader) object(field func(name string) bool) bool {
+// its value (and the name as name returns it); a null is an empty object.
+func (d *reader) object(field func(name []byte) bool) bool {
 	if d.null() {
 		return true
 	}
@@ -78,7 +79,7 @@ func (d *reader) object(field func(name string) bool) bool {
 		return true
 	}
 	for {
-		name, ok := d.str()
+		name, ok := d.name()
 		if !ok || !d.next(':') || !field(name) {
 			return false
 		}
@@ -87,6 +88,23 @@ func (d *reader) object(field func(name string) bool) bool {
 		}
 		return d.next('}')
 	}
+}
+
+// name reads a member's name, after space. A name without escapes is a
+// slice of b, not a copy: it is valid until b changes.
+func (d *reader) name() ([]byte, bool) {
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == '"' {
+		n, ascii := stringRun(d.b[d.i+1:])
+		if end := d.i + 1 + n; end < len(d.b) && d.b[end] == '"' {
+			if s := d.b[d.i+1 : end]; ascii || utf8.Valid(s) {
+				d.i = end + 1
+				return s, true
+			}
+		}
+	}
+	s, ok := d.text()
+	return []byte(s), ok
 }
 
 // str reads a string.
@@ -166,6 +184,17 @@ func (d *reader) raw() (json.RawMessage, bool) {
 	return d.b[start:d.i:d.i], true
 }
 
+// checkedRaw reads a value of valid JSON inside depth arrays and objects,
+// checking it as valid does, and returns its bytes.
+func (d *reader) checkedRaw(depth int) (json.RawMessage, bool) {
+	d.space()
+	start := d.i
+	if !d.validValue(depth) {
+		return nil, false
+	}
+	return d.b[start:d.i:d.i], true
+}
+
 // skipString moves past the string at i.
 func (d *reader) skipString() bool {
 	for d.i++; d.i < len(d.b); d.i++ {
@@ -189,9 +218,9 @@ func isDelimiter(c byte) bool {
 }
 
 func (d *reader) request(r *Request) bool {
-	return d.object(func(name string) bool {
+	return d.object(func(name []byte) bool {
 		var ok bool
-		switch name {
+		switch string(name) {
 		case "capability":
 			r.Capability, ok = d.str()
 		case "kind":
@@ -199,7 +228,7 @@ func (d *reader) request(r *Request) bool {
 		case "trigger":
 			r.Trigger, ok = d.str()
 		case "arguments":
-			r.Arguments, ok = d.raw()
+			r.Arguments, ok = d.checkedRaw(1)
 		case "query":
 			if d.null() {
 				r.Query, ok = nil, true
@@ -228,20 +257,20 @@ func (d *reader) request(r *Request) bool {
 			// Rounds of fetches are rare and their answers small: the
 			// standard decoder reads them.
 			var raw json.RawMessage
-			if raw, ok = d.raw(); ok {
+			if raw, ok = d.checkedRaw(1); ok {
 				ok = unmarshal(raw, &r.Fetched) == nil
 			}
 		case "carry":
-			r.Carry, ok = d.raw()
+			r.Carry, ok = d.checkedRaw(1)
 		}
 		return ok
 	})
 }
 
 func (d *reader) instance(in *Instance) bool {
-	return d.object(func(name string) bool {
+	return d.object(func(name []byte) bool {
 		var ok bool
-		switch name {
+		switch string(name) {
 		case "id":
 			in.ID, ok = d.str()
 		case "installation_id":
@@ -254,8 +283,8 @@ func (d *reader) instance(in *Instance) bool {
 }
 
 func (d *reader) storage(s *Storage) bool {
-	return d.object(func(name string) bool {
-		switch name {
+	return d.object(func(name []byte) bool {
+		switch string(name) {
 		case "storage_revision":
 			var ok bool
 			s.Revision, ok = d.int()
@@ -268,9 +297,9 @@ func (d *reader) storage(s *Storage) bool {
 			if s.Namespaces == nil {
 				s.Namespaces = map[string][]Item{}
 			}
-			return d.object(func(ns string) bool {
+			return d.object(func(ns []byte) bool {
 				items, ok := d.items()
-				s.Namespaces[ns] = items
+				s.Namespaces[string(ns)] = items
 				return ok
 			})
 		}
@@ -291,13 +320,16 @@ func (d *reader) items() ([]Item, bool) {
 	}
 	for {
 		var it Item
-		ok := d.object(func(name string) bool {
+		ok := d.object(func(name []byte) bool {
 			var ok bool
-			switch name {
+			switch string(name) {
 			case "key":
 				it.Key, ok = d.str()
 			case "value":
-				it.Value, ok = d.raw()
+				// Inside the request, its storage, the namespaces, the
+				// namespace's items and the item.
+				it.Value, ok = d.checkedRaw(5)
+				it.checked = it.Value
 			case "revision":
 				it.Revision, ok = d.int()
 			}
@@ -381,36 +413,38 @@ func (d *reader) validString() bool {
 	if d.i == len(d.b) || d.b[d.i] != '"' {
 		return false
 	}
-	for d.i++; d.i < len(d.b); d.i++ {
+	for d.i++; ; d.i++ {
+		n, _ := stringRun(d.b[d.i:])
+		if d.i += n; d.i == len(d.b) {
+			return false
+		}
 		switch c := d.b[d.i]; {
 		case c == '"':
 			d.i++
 			return true
 		case c < 0x20:
 			return false
-		case c == '\\':
-			d.i++
-			if d.i == len(d.b) {
+		}
+		// A backslash.
+		if d.i++; d.i == len(d.b) {
+			return false
+		}
+		switch d.b[d.i] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if len(d.b)-d.i < 5 {
 				return false
 			}
-			switch d.b[d.i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if len(d.b)-d.i < 5 {
+			for _, h := range d.b[d.i+1 : d.i+5] {
+				if !isHex(h) {
 					return false
 				}
-				for _, h := range d.b[d.i+1 : d.i+5] {
-					if !isHex(h) {
-						return false
-					}
-				}
-				d.i += 4
-			default:
-				return false
 			}
+			d.i += 4
+		default:
+			return false
 		}
 	}
-	return false
 }
 
 func isHex(c byte) bool {

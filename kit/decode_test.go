@@ -3,6 +3,7 @@ package kit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -187,6 +188,20 @@ func sameRequest(t *testing.T, data []byte) {
 	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 		t.Errorf("%q: error %v, encoding/json %v", data, gotErr, wantErr)
 	}
+	// The items the kit's reader read are marked as checked already; an
+	// item decodes as encoding/json decodes its value either way.
+	if got.PluginStorage != nil {
+		for _, items := range got.PluginStorage.Namespaces {
+			for i, it := range items {
+				var fast, slow any
+				fastErr, slowErr := it.Decode(&fast), json.Unmarshal(it.Value, &slow)
+				if fmt.Sprint(errors.Unwrap(fastErr)) != fmt.Sprint(slowErr) || !reflect.DeepEqual(fast, slow) {
+					t.Errorf("%q: item %q decodes to %v (%v), encoding/json %v (%v)", data, it.Key, fast, fastErr, slow, slowErr)
+				}
+				items[i].checked = nil
+			}
+		}
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%q:\n got %+v\nwant %+v", data, got, want)
 	}
@@ -221,4 +236,30 @@ func slicesIndex(s []string, v string) int {
 		}
 	}
 	panic(v)
+}
+
+// TestItemDecodeChecksOtherValues: only the value the request held is
+// decoded without checking it again; a value put in its place, or an item
+// made by the handler, is checked as encoding/json checks it.
+func TestItemDecodeChecksOtherValues(t *testing.T) {
+	var req Request
+	if err := decodeRequest([]byte(requests[0]), &req); err != nil {
+		t.Fatal(err)
+	}
+	held := req.Items("notes")[0]
+	var v struct{ Text string }
+	if err := held.Decode(&v); err != nil || v.Text != "one < two" {
+		t.Fatalf("the request's item: %+v, %v", v, err)
+	}
+	for name, it := range map[string]Item{
+		"replaced": {Key: held.Key, Value: json.RawMessage(`{"text":"open`), checked: held.checked},
+		"cut":      {Key: held.Key, Value: held.Value[:5], checked: held.checked},
+		"made":     {Key: "m", Value: json.RawMessage(`{"text":"ctl ` + "\x01" + `"}`)},
+	} {
+		var got, want struct{ Text string }
+		err, wantErr := it.Decode(&got), json.Unmarshal(it.Value, &want)
+		if wantErr == nil || fmt.Sprint(errors.Unwrap(err)) != fmt.Sprint(wantErr) || got != want {
+			t.Errorf("%s: %+v, %v; encoding/json %+v, %v", name, got, err, want, wantErr)
+		}
+	}
 }

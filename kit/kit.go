@@ -42,6 +42,7 @@
 package kit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -73,9 +74,13 @@ func Serve(in io.Reader, out, errOut io.Writer) int {
 		return 1
 	}
 	var req Request
-	b, err := io.ReadAll(in)
+	// Each read of a module's standard input is a call to the host: read
+	// the request in as few as the usual request allows.
+	var buf bytes.Buffer
+	buf.Grow(16 << 10)
+	_, err := buf.ReadFrom(in)
 	if err == nil {
-		err = decodeRequest(b, &req)
+		err = decodeRequest(buf.Bytes(), &req)
 	}
 	if err != nil {
 		fmt.Fprintln(errOut, "kit: cannot read the request:", err)

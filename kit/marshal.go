@@ -20,7 +20,7 @@ import (
 // encoding, a string that needs escapes, a float that is not finite, values
 // nested very deeply) is encoded by json.Marshal, in place.
 func marshal(v any) ([]byte, error) {
-	e := encoder{}
+	e := encoder{b: make([]byte, 0, 512)}
 	if err := e.value(reflect.ValueOf(v), 0); err != nil {
 		return nil, err
 	}
@@ -32,6 +32,7 @@ type encoder struct{ b []byte }
 var (
 	marshalerType     = reflect.TypeFor[json.Marshaler]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	anyMapType        = reflect.TypeFor[map[string]any]()
 )
 
 // maxEncodeDepth is how deeply marshal nests before it leaves a value to
@@ -130,15 +131,10 @@ func (e *encoder) float(v reflect.Value) error {
 // (quotes, backslashes, control characters, <, > and &, U+2028 and U+2029,
 // bytes that are not UTF-8) is written by json.Marshal.
 func (e *encoder) string(s string) {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-				e.escaped(s)
-				return
-			}
-			i++
-			continue
+	for i := plainRun(s); i < len(s); i += plainRun(s[i:]) {
+		if s[i] < utf8.RuneSelf {
+			e.escaped(s)
+			return
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
@@ -180,6 +176,9 @@ func (e *encoder) mapValue(v reflect.Value, depth int) error {
 		e.b = append(e.b, "null"...)
 		return nil
 	}
+	if t == anyMapType {
+		return e.anyMap(v.Interface().(map[string]any), depth)
+	}
 	keys := make([]string, 0, v.Len())
 	for it := v.MapRange(); it.Next(); {
 		keys = append(keys, it.Key().String())
@@ -197,6 +196,29 @@ func (e *encoder) mapValue(v reflect.Value, depth int) error {
 			key = key.Convert(t.Key())
 		}
 		if err := e.value(v.MapIndex(key), depth+1); err != nil {
+			return err
+		}
+	}
+	e.b = append(e.b, '}')
+	return nil
+}
+
+// anyMap writes a map[string]any, the usual map of a result, without
+// looking up each value by reflection.
+func (e *encoder) anyMap(m map[string]any, depth int) error {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	e.b = append(e.b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.string(k)
+		e.b = append(e.b, ':')
+		if err := e.value(reflect.ValueOf(m[k]), depth+1); err != nil {
 			return err
 		}
 	}

@@ -59,11 +59,14 @@ type Item struct {
 	Key      string          `json:"key"`
 	Value    json.RawMessage `json:"value"`
 	Revision int64           `json:"revision"`
+	// checked is Value as the request held it, checked as JSON already.
+	checked json.RawMessage
 }
 
 // Decode decodes the item's value into v.
 func (it Item) Decode(v any) error {
-	if err := unmarshal(it.Value, v); err != nil {
+	same := len(it.checked) > 0 && len(it.checked) == len(it.Value) && &it.checked[0] == &it.Value[0]
+	if err := unmarshalChecked(it.Value, v, same); err != nil {
 		return fmt.Errorf("item %q: %w", it.Key, err)
 	}
 	return nil

@@ -198,24 +198,26 @@ func (r *Result) encode() ([]byte, error) {
 	if r.carry != nil {
 		return nil, errors.New("Carry is for a round of fetches (kit.Fetching(...).Carry(v)); a result that ends the run carries nothing")
 	}
-	data := maps.Clone(r.Data)
-	if data == nil {
-		data = map[string]any{}
-	}
-	for name, v := range map[string]any{"host_actions": r.HostActions, "notifications": r.Notifications} {
-		if _, taken := data[name]; taken {
+	for _, name := range [...]string{"host_actions", "notifications"} {
+		if _, taken := r.Data[name]; taken {
 			return nil, fmt.Errorf("data.%s is set both in Data and by the result's builders", name)
 		}
-		switch v := v.(type) {
-		case []HostAction:
-			if len(v) > 0 {
-				data[name] = v
-			}
-		case []Notification:
-			if len(v) > 0 {
-				data[name] = v
-			}
+	}
+	data := r.Data
+	if len(r.HostActions) > 0 || len(r.Notifications) > 0 {
+		data = maps.Clone(r.Data)
+		if data == nil {
+			data = map[string]any{}
 		}
+		if len(r.HostActions) > 0 {
+			data["host_actions"] = r.HostActions
+		}
+		if len(r.Notifications) > 0 {
+			data["notifications"] = r.Notifications
+		}
+	}
+	if data == nil {
+		data = map[string]any{}
 	}
 	evidence := r.Evidence
 	if evidence == nil {

@@ -9,5 +9,5 @@ import "embed"
 // its own, and the reference (docs/kit.md) is made from them. It is not part
 // of a capability built for WebAssembly.
 //
-//go:embed kit.go decode.go marshal.go request.go result.go unmarshal.go warm.go
+//go:embed kit.go decode.go marshal.go request.go result.go scan.go unmarshal.go warm.go
 var Source embed.FS

@@ -21,9 +21,13 @@ import (
 // anything else (invalid JSON, a type with its own decoding, a value of the
 // wrong type) it leaves the work to json.Unmarshal, which sets again what
 // was set and returns its own answer.
-func unmarshal(data []byte, v any) error {
+func unmarshal(data []byte, v any) error { return unmarshalChecked(data, v, false) }
+
+// unmarshalChecked is unmarshal of data that is known to be valid JSON when
+// checked is true.
+func unmarshalChecked(data []byte, v any, checked bool) error {
 	rv := reflect.ValueOf(v)
-	if rv.Kind() == reflect.Pointer && !rv.IsNil() && valid(data) {
+	if rv.Kind() == reflect.Pointer && !rv.IsNil() && (checked || valid(data)) {
 		d := reader{b: data}
 		if d.into(rv.Elem()) {
 			return nil
@@ -47,7 +51,10 @@ func decodesItself(t reflect.Type) bool { return hasMethods(t, unmarshalerType, 
 // hasMethods reports whether t, or a pointer to it, implements one of the
 // interfaces.
 func hasMethods(t reflect.Type, interfaces ...reflect.Type) bool {
-	if t.Kind() == reflect.Interface {
+	// Only a defined type, a pointer or a struct (by its embedded fields)
+	// has methods, or has a pointer that has.
+	switch k := t.Kind(); {
+	case k == reflect.Interface, t.PkgPath() == "" && k != reflect.Struct && k != reflect.Pointer:
 		return false
 	}
 	p := reflect.PointerTo(t)
@@ -156,42 +163,36 @@ func (d *reader) number() string {
 	return string(d.b[start:d.i])
 }
 
-// text reads a string. A string with \u escapes or bytes that are not
-// UTF-8 is decoded by encoding/json, whose replacement of bad surrogates
-// and bytes it keeps.
+// text reads a string: false when it is not one of valid JSON.
 func (d *reader) text() (string, bool) {
 	start := d.i
 	if d.i == len(d.b) || d.b[d.i] != '"' {
 		return "", false
 	}
-	plain, ascii := true, true
-	for d.i++; d.b[d.i] != '"'; d.i++ {
-		switch c := d.b[d.i]; {
-		case c == '\\':
-			plain = false
-			d.i++
-			if d.b[d.i] == 'u' {
-				ascii = false
-			}
-		case c >= utf8.RuneSelf:
-			ascii = false
+	n, ascii := stringRun(d.b[d.i+1:])
+	if end := d.i + 1 + n; end < len(d.b) && d.b[end] == '"' {
+		// No escapes: the string is its bytes, when they are UTF-8.
+		d.i = end + 1
+		if s := d.b[start+1 : end]; ascii || utf8.Valid(s) {
+			return string(s), true
 		}
+		return d.unquote(start)
 	}
-	d.i++
+	if !d.validString() {
+		return "", false
+	}
 	s := d.b[start+1 : d.i-1]
-	if plain && (ascii || utf8.Valid(s)) {
-		return string(s), true
-	}
-	if !ascii {
-		var out string
-		return out, json.Unmarshal(d.b[start:d.i], &out) == nil
-	}
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if c >= utf8.RuneSelf {
+			return d.unquote(start)
+		}
 		if c == '\\' {
 			i++
 			switch c = s[i]; c {
+			case 'u':
+				return d.unquote(start)
 			case 'b':
 				c = '\b'
 			case 'f':
@@ -209,6 +210,13 @@ func (d *reader) text() (string, bool) {
 	return string(b), true
 }
 
+// unquote decodes the string from start to i, which is valid JSON, as
+// encoding/json does: escapes of UTF-16, and bytes that are not UTF-8.
+func (d *reader) unquote(start int) (string, bool) {
+	var out string
+	return out, json.Unmarshal(d.b[start:d.i], &out) == nil
+}
+
 // anyValue reads a value as encoding/json decodes it into an empty
 // interface.
 func (d *reader) anyValue() (any, bool) {
@@ -216,9 +224,9 @@ func (d *reader) anyValue() (any, bool) {
 	switch d.b[d.i] {
 	case '{':
 		m := map[string]any{}
-		ok := d.members(func(name string) bool {
+		ok := d.members(func(name []byte) bool {
 			x, ok := d.anyValue()
-			m[name] = x
+			m[string(name)] = x
 			return ok
 		})
 		return m, ok
@@ -253,7 +261,7 @@ func (d *reader) anyValue() (any, bool) {
 
 // members reads an object's members, calling member with each name and the
 // reader at its value.
-func (d *reader) members(member func(name string) bool) bool {
+func (d *reader) members(member func(name []byte) bool) bool {
 	if !d.next('{') {
 		return false
 	}
@@ -261,8 +269,7 @@ func (d *reader) members(member func(name string) bool) bool {
 		return true
 	}
 	for {
-		d.space()
-		name, ok := d.text()
+		name, ok := d.name()
 		if !ok || !d.next(':') || !member(name) {
 			return false
 		}
@@ -277,7 +284,7 @@ func (d *reader) structInto(v reflect.Value) bool {
 	if fields == nil {
 		return false
 	}
-	return d.members(func(name string) bool {
+	return d.members(func(name []byte) bool {
 		if f := fields.lookup(name); f >= 0 {
 			return d.into(v.Field(f))
 		}
@@ -297,12 +304,12 @@ func (d *reader) mapInto(v reflect.Value) bool {
 	if v.IsNil() {
 		v.Set(reflect.MakeMap(t))
 	}
-	return d.members(func(name string) bool {
+	return d.members(func(name []byte) bool {
 		elem := reflect.New(t.Elem()).Elem()
 		if !d.into(elem) {
 			return false
 		}
-		key := reflect.ValueOf(name)
+		key := reflect.ValueOf(string(name))
 		if t.Key() != stringType {
 			key = key.Convert(t.Key())
 		}
@@ -365,14 +372,14 @@ type structField struct {
 
 // lookup returns the index of the field of a member's name, matched as
 // encoding/json matches it (exactly, else without regard to case), or -1.
-func (s *structFields) lookup(name string) int {
+func (s *structFields) lookup(name []byte) int {
 	for _, f := range s.list {
-		if f.name == name {
+		if f.name == string(name) {
 			return f.index
 		}
 	}
 	for _, f := range s.list {
-		if strings.EqualFold(f.name, name) {
+		if strings.EqualFold(f.name, string(name)) {
 			return f.index
 		}
 	}
