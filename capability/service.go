@@ -128,7 +128,7 @@ func (s *Service) Run(ctx context.Context, call Call) (res *models.ExtensionResu
 		Instance: sandbox.Instance{ID: call.InstanceID, InstallationID: t.Installation.ID, Generation: generation},
 	}
 	if mod != nil && t.Manifest.EffectiveStorage() != nil {
-		snap, err := s.Storage.SnapshotOf(ctx, models.Caller{UserID: call.Caller.UserID}, t)
+		snap, err := s.Storage.ContentsOf(ctx, models.Caller{UserID: call.Caller.UserID}, t)
 		if err != nil {
 			return nil, err
 		}

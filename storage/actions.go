@@ -257,9 +257,18 @@ func (s *Service) Snapshot(ctx context.Context, c models.Caller, instanceID stri
 }
 
 // SnapshotOf is Snapshot of an Instance the gate has admitted for the
-// caller (a capability run checks access once): its storage revision and
-// items, read in one transaction.
-func (s *Service) SnapshotOf(ctx context.Context, c models.Caller, t *access.Target) (out *Snapshot, opErr error) {
+// caller: its storage revision and items, read in one transaction.
+func (s *Service) SnapshotOf(ctx context.Context, c models.Caller, t *access.Target) (*Snapshot, error) {
+	return s.snapshotOf(ctx, c, t, true)
+}
+
+// ContentsOf is SnapshotOf without the items' times (their CreatedAt and
+// UpdatedAt are empty), for a capability's request, which carries none.
+func (s *Service) ContentsOf(ctx context.Context, c models.Caller, t *access.Target) (*Snapshot, error) {
+	return s.snapshotOf(ctx, c, t, false)
+}
+
+func (s *Service) snapshotOf(ctx context.Context, c models.Caller, t *access.Target, times bool) (out *Snapshot, opErr error) {
 	defer func() { metrics.StorageOperation("snapshot", c.Actor, opErr) }()
 	st := t.Manifest.EffectiveStorage()
 	if !t.Manifest.HasPermission(models.PermissionStorage) || st == nil {
@@ -296,8 +305,13 @@ func (s *Service) SnapshotOf(ctx context.Context, c models.Caller, t *access.Tar
 		if err := rows.Scan(&snap.StorageRevision, &ns, &r.Key, &r.Value, &r.Size, &r.Revision, &r.CreatedAt, &r.UpdatedAt); err != nil {
 			return nil, s.internal(err)
 		}
-		if i, ok := byID[ns]; ok {
+		i, ok := byID[ns]
+		switch {
+		case !ok:
+		case times:
 			snap.Namespaces[i].Items = append(snap.Namespaces[i].Items, r.Model().Wire())
+		default:
+			snap.Namespaces[i].Items = append(snap.Namespaces[i].Items, models.ItemJSON{Key: r.Key, Value: models.JSON(r.Value), Revision: r.Revision})
 		}
 	}
 	if err := rows.Err(); err != nil {

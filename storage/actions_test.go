@@ -3,10 +3,12 @@ package storage_test
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 
+	"pluginhost/access"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/models"
@@ -334,6 +336,35 @@ func TestSnapshotHoldsTheDeclaredNamespaces(t *testing.T) {
 		}
 		if got, want := read(), `rev 4 zeta[ a="zeta/a"@1 b="zeta/b"@1 ] alpha[ m="alpha/m"@1 z="alpha/z"@1 ] empty[ ]`; got != want {
 			t.Fatalf("snapshot:\n got %s\nwant %s", got, want)
+		}
+
+		// A capability's request reads the same contents, without the
+		// items' times.
+		target, err := e.Store.Gate.Open(ctx, ui, inst.ID, access.Use)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := e.Store.SnapshotOf(ctx, ui, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		contents, err := e.Store.ContentsOf(ctx, ui, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ns := range snap.Namespaces {
+			for j, it := range ns.Items {
+				if it.CreatedAt == "" || it.UpdatedAt == "" {
+					t.Errorf("snapshot item %s/%s has no times: %+v", ns.ID, it.Key, it)
+				}
+				it.CreatedAt, it.UpdatedAt = "", ""
+				snap.Namespaces[i].Items[j] = it
+			}
+		}
+		if !reflect.DeepEqual(contents, snap) {
+			a, _ := json.Marshal(contents)
+			b, _ := json.Marshal(snap)
+			t.Fatalf("contents:\n%s\nsnapshot without times:\n%s", a, b)
 		}
 	})
 }
