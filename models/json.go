@@ -46,3 +46,18 @@ func (j *JSON) UnmarshalJSON(b []byte) error {
 	*j = buf.Bytes()
 	return nil
 }
+
+// AppendJSONString appends s as json.Marshal writes a string: as it is when
+// it is printable ASCII that needs no escape (", \, <, > and &), the usual
+// case of ids and keys, and by json.Marshal otherwise.
+func AppendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			out, _ := json.Marshal(s) // a string always encodes
+			return append(b, out...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

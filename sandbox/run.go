@@ -169,7 +169,7 @@ func (e *Engine) Run(ctx context.Context, job Job) (*Result, Report, error) {
 	deadline := time.Now().Add(e.limits.Timeout)
 	var res *Result
 	for {
-		stdin, err := json.Marshal(req)
+		stdin, err := encodeRequest(&req)
 		if err != nil {
 			return nil, rep, err
 		}

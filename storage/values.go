@@ -29,17 +29,17 @@ const (
 
 // itemJSON returns the JSON of models.ItemData for an item, byte for byte
 // as json.Marshal writes it: every call on one item answers with it, so it
-// is written directly when its strings need no escaping, and by json.Marshal
+// is written directly when its value needs no escaping, and by json.Marshal
 // otherwise.
 func itemJSON(ns string, row database.ItemRow) models.JSON {
 	b := make([]byte, 0, 128+len(ns)+len(row.Key)+len(row.Value))
 	b = append(b, `{"namespace":`...)
-	b, ok := appendPlainString(b, ns)
+	b = models.AppendJSONString(b, ns)
 	b = append(b, `,"item":{"key":`...)
-	b, okKey := appendPlainString(b, row.Key)
+	b = models.AppendJSONString(b, row.Key)
 	b = append(b, `,"value":`...)
-	b, okValue := appendPlainValue(b, row.Value)
-	if !ok || !okKey || !okValue {
+	b, ok := appendPlainValue(b, row.Value)
+	if !ok {
 		return mustJSON(models.ItemData{Namespace: ns, Item: row.Model().Wire()})
 	}
 	b = append(b, `,"revision":`...)
@@ -49,19 +49,6 @@ func itemJSON(ns string, row database.ItemRow) models.JSON {
 	b = append(b, `","updated_at":"`...)
 	b = models.AppendTime(b, database.FromMicros(row.UpdatedAt))
 	return append(b, `"}}`...)
-}
-
-// appendPlainString appends s as a JSON string when none of its bytes needs
-// escaping (printable ASCII but ", \, <, > and &); false when one does.
-func appendPlainString(b []byte, s string) ([]byte, bool) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return b, false
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"'), true
 }
 
 // appendPlainValue appends a JSON value compacted, as json.Marshal writes
