@@ -60,13 +60,13 @@ func TestSleepInModules(t *testing.T) {
 	e := newEngine(t, Limits{})
 	for _, tt := range []struct {
 		name string
-		m    func() *Module
+		m    func(t *testing.T) *Module
 	}{
-		{"Go time.Sleep", func() *Module { return compile(t, e, "nap") }},
-		{"C nanosleep", func() *Module { return compileBytes(t, e, wasmtest.C(t, "testdata/c/nap.c", false)) }},
+		{"Go time.Sleep", func(t *testing.T) *Module { return compile(t, e, "nap") }},
+		{"C nanosleep", func(t *testing.T) *Module { return compileBytes(t, e, wasmtest.C(t, "testdata/c/nap.c", false)) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			res, _, err := e.Run(context.Background(), job(tt.m(), models.Capability{}, `{}`))
+			res, _, err := e.Run(context.Background(), job(tt.m(t), models.Capability{}, `{}`))
 			if err != nil {
 				t.Fatal(err)
 			}
