@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"testing"
 	"time"
@@ -138,21 +139,42 @@ func FuzzMarshal(f *testing.F) {
 // TestResultEncodesAsBefore holds the kit's results to encoding/json's
 // encoding of the same values.
 func TestResultEncodesAsBefore(t *testing.T) {
-	r := Reply("3 notes, <b>12</b> words", map[string]any{"count": 3, "longest": []plain{{Key: "a", Words: 2, Text: "x & y"}}})
-	r.Do(Create("notes", "k", map[string]any{"text": "v"}), Update("notes", Item{Key: "k", Revision: 2}, 1.5), Delete("notes", Item{Key: "d", Revision: 1}))
-	r.Cite(Evidence{Type: "plugin_storage", InstanceID: "i", Namespace: "notes", Key: "a", Revision: 4})
-	r.Notify(Notification{ID: "n", Title: "Archived", Severity: "info", Actions: []ActionButton{{ID: "undo", Label: "Undo", Action: Apply(Delete("archive", Item{Key: "a", Revision: 1}))}}})
-	got, err := r.encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := map[string]any{"count": 3, "longest": []plain{{Key: "a", Words: 2, Text: "x & y"}}, "host_actions": r.HostActions, "notifications": r.Notifications}
-	want, _ := json.Marshal(struct {
-		Summary  string         `json:"summary"`
-		Data     map[string]any `json:"data"`
-		Evidence []Evidence     `json:"evidence"`
-	}{r.Summary, data, r.Evidence})
-	if string(got) != string(want) {
-		t.Errorf("result:\n got %s\nwant %s", got, want)
+	full := Reply("3 notes, <b>12</b> words", map[string]any{"count": 3, "longest": []plain{{Key: "a", Words: 2, Text: "x & y"}}})
+	full.Do(Create("notes", "k", map[string]any{"text": "v"}), Update("notes", Item{Key: "k", Revision: 2}, 1.5), Delete("notes", Item{Key: "d", Revision: 1}))
+	full.Cite(Evidence{Type: "plugin_storage", InstanceID: "i", Namespace: "notes", Key: "a", Revision: 4})
+	full.Notify(Notification{ID: "n", Title: "Archived", Severity: "info", Actions: []ActionButton{{ID: "undo", Label: "Undo", Action: Apply(Delete("archive", Item{Key: "a", Revision: 1}))}}})
+	for name, r := range map[string]*Result{
+		"every part":     full,
+		"data alone":     Reply("é \u2028", map[string]any{"n": 1.5, "list": []any{nil, "<", map[string]any{"z": 1, "a": true}}}),
+		"no data":        Reply("", nil),
+		"evidence alone": Reply("s", nil).Cite(Evidence{Key: "k"}),
+		"a notification": Reply("s", map[string]any{}).Notify(Notification{ID: "n"}),
+	} {
+		got, err := r.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := maps.Clone(r.Data)
+		if data == nil {
+			data = map[string]any{}
+		}
+		if len(r.HostActions) > 0 {
+			data["host_actions"] = r.HostActions
+		}
+		if len(r.Notifications) > 0 {
+			data["notifications"] = r.Notifications
+		}
+		evidence := r.Evidence
+		if evidence == nil {
+			evidence = []Evidence{}
+		}
+		want, _ := json.Marshal(struct {
+			Summary  string         `json:"summary"`
+			Data     map[string]any `json:"data"`
+			Evidence []Evidence     `json:"evidence"`
+		}{r.Summary, data, evidence})
+		if string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+		}
 	}
 }
