@@ -6,13 +6,16 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"pluginhost/sandbox"
 )
 
 // TestAccessLog: with --log-format json every log line is a JSON object, every
 // request gets one access line (method, route pattern, status, duration, user,
 // request id) whose request id is the X-Request-Id of its response, and
 // nothing of the run's log holds the token or a stored value, whichever way
-// they travelled (header, body, query string).
+// they travelled (header, body, query string). The log also says how kept
+// capability instances are restored on this system.
 func TestAccessLog(t *testing.T) {
 	pub := NewPublisher(t)
 	dsn := "sqlite:" + t.TempDir() + "/ph.db"
@@ -74,8 +77,10 @@ func TestAccessLog(t *testing.T) {
 		Duration  float64 `json:"duration"`
 		User      string  `json:"user"`
 		RequestID string  `json:"request_id"`
+		Restore   string  `json:"restore"`
 	}
 	var access []line
+	restore := ""
 	for _, raw := range strings.Split(strings.TrimSpace(log), "\n") {
 		var l line
 		if err := json.Unmarshal([]byte(raw), &l); err != nil {
@@ -84,6 +89,13 @@ func TestAccessLog(t *testing.T) {
 		if l.Msg == "request" {
 			access = append(access, l)
 		}
+		if l.Restore != "" {
+			restore = l.Restore
+		}
+	}
+	// The operator learns how kept capability instances are restored here.
+	if mode, why := sandbox.RestoreMode(); restore != mode {
+		t.Errorf("the log says instances are restored by %q; this system restores by %q (%s)", restore, mode, why)
 	}
 	want := []struct {
 		method  string

@@ -124,3 +124,18 @@ func (f *imageFile) restoreOwnPages(mem, img []byte) bool {
 	}
 	return true
 }
+
+// RestoreMode says how kept reactor instances are restored between runs on
+// this system: "written pages" (only the pages a run wrote are compared
+// with the image) or "every page", with why.
+func RestoreMode() (mode, why string) {
+	if openPagemap() == nil {
+		return "every page", "/proc/self/pagemap cannot be read"
+	}
+	fd, err := unix.MemfdCreate("pluginhost-probe", unix.MFD_CLOEXEC)
+	if err != nil {
+		return "every page", "memfd_create failed: " + err.Error()
+	}
+	unix.Close(fd)
+	return "written pages", "memory files and /proc/self/pagemap are available"
+}

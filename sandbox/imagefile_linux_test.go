@@ -93,3 +93,16 @@ func TestReactorInstanceMapsImage(t *testing.T) {
 		in.close()
 	}
 }
+
+// RestoreMode tells what the engine does on this system: "written pages"
+// exactly when an image gets a memory file.
+func TestRestoreModeIsWhatImagesGet(t *testing.T) {
+	mode, why := RestoreMode()
+	f := newImageFile(make([]byte, 4*pageBytes))
+	if f != nil {
+		defer f.close()
+	}
+	if (mode == "written pages") != (f != nil) || why == "" {
+		t.Fatalf("RestoreMode() = %q (%s), but an image gets a memory file: %v", mode, why, f != nil)
+	}
+}

@@ -13,3 +13,10 @@ func (f *imageFile) close() {}
 func (f *imageFile) mapOnto([]byte) bool { return false }
 
 func (f *imageFile) restoreOwnPages(mem, img []byte) bool { return false }
+
+// RestoreMode says how kept reactor instances are restored between runs on
+// this system: "written pages" (only the pages a run wrote are compared
+// with the image) or "every page", with why.
+func RestoreMode() (mode, why string) {
+	return "every page", "memory files and pagemap are used on Linux only"
+}

@@ -252,6 +252,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 		return nil, err
 	}
 	s.onClose(func() { s.Engine.Close(context.Background()) })
+	if mode, why := sandbox.RestoreMode(); mode == "written pages" {
+		log.Info("capability instances are restored between runs by the pages each run wrote", "restore", mode, "why", why)
+	} else {
+		log.Warn("capability instances are restored between runs by comparing every page: each run of a kept instance costs more", "restore", mode, "why", why)
+	}
 	// What plugins reach outside: one egress policy for the image proxy,
 	// capability fetches and OAuth token endpoints.
 	policy := &egress.Policy{AllowPrivate: cfg.EgressAllowPrivate}
