@@ -183,24 +183,13 @@ func (e *encoder) mapValue(v reflect.Value, depth int) error {
 	for it := v.MapRange(); it.Next(); {
 		keys = append(keys, it.Key().String())
 	}
-	slices.Sort(keys)
-	e.b = append(e.b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			e.b = append(e.b, ',')
-		}
-		e.string(k)
-		e.b = append(e.b, ':')
+	return e.members(keys, func(k string) error {
 		key := reflect.ValueOf(k)
 		if t.Key() != stringType {
 			key = key.Convert(t.Key())
 		}
-		if err := e.value(v.MapIndex(key), depth+1); err != nil {
-			return err
-		}
-	}
-	e.b = append(e.b, '}')
-	return nil
+		return e.value(v.MapIndex(key), depth+1)
+	})
 }
 
 // anyMap writes a map[string]any, the usual map of a result, without
@@ -210,6 +199,11 @@ func (e *encoder) anyMap(m map[string]any, depth int) error {
 	for k := range m {
 		keys = append(keys, k)
 	}
+	return e.members(keys, func(k string) error { return e.value(reflect.ValueOf(m[k]), depth+1) })
+}
+
+// members writes an object of keys, in order, each value written by value.
+func (e *encoder) members(keys []string, value func(k string) error) error {
 	slices.Sort(keys)
 	e.b = append(e.b, '{')
 	for i, k := range keys {
@@ -218,7 +212,7 @@ func (e *encoder) anyMap(m map[string]any, depth int) error {
 		}
 		e.string(k)
 		e.b = append(e.b, ':')
-		if err := e.value(reflect.ValueOf(m[k]), depth+1); err != nil {
+		if err := value(k); err != nil {
 			return err
 		}
 	}

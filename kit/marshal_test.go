@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -154,15 +155,14 @@ func TestResultEncodesAsBefore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data := maps.Clone(r.Data)
-		if data == nil {
-			data = map[string]any{}
-		}
-		if len(r.HostActions) > 0 {
-			data["host_actions"] = r.HostActions
-		}
-		if len(r.Notifications) > 0 {
-			data["notifications"] = r.Notifications
+		// The data as the kit wrote it before: its own members, and each
+		// builder's list that is not empty.
+		data := map[string]any{}
+		maps.Copy(data, r.Data)
+		for name, list := range map[string]any{"host_actions": r.HostActions, "notifications": r.Notifications} {
+			if reflect.ValueOf(list).Len() > 0 {
+				data[name] = list
+			}
 		}
 		evidence := r.Evidence
 		if evidence == nil {
