@@ -102,6 +102,24 @@ func waitUntil(p *browser.Page, expr string, within time.Duration) {
 	p.T().Fatalf("timed out waiting for %s; the page shows:\n%s\nlast events: %s", expr, pageText(p), events)
 }
 
+// clickUntil clicks the selector's element with the text until the
+// condition holds: a click can miss an element that moves under it, as a
+// card's button does while the card's sources reload. Up to five clicks,
+// the last waited for as waitUntil waits.
+func clickUntil(p *browser.Page, selector, text, cond string) {
+	p.T().Helper()
+	for range 4 {
+		p.ClickText(selector, text)
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if p.EvalBool(cond) {
+				return
+			}
+		}
+	}
+	p.ClickText(selector, text)
+	waitUntil(p, cond, 10*time.Second)
+}
+
 func appEvents(t testing.TB, p *browser.Page, typ string) []map[string]any {
 	t.Helper()
 	var all []map[string]any
