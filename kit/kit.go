@@ -74,10 +74,9 @@ func Serve(in io.Reader, out, errOut io.Writer) int {
 		return 1
 	}
 	var req Request
-	// Each read of a module's standard input is a call to the host: read
-	// the request in as few as the usual request allows.
-	var buf bytes.Buffer
-	buf.Grow(16 << 10)
+	// The request's values are read in place, so the buffer is not put
+	// back: a handler may keep them.
+	buf := readBuffers.Get().(*bytes.Buffer)
 	_, err := buf.ReadFrom(in)
 	if err == nil {
 		err = decodeRequest(buf.Bytes(), &req)

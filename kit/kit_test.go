@@ -293,3 +293,23 @@ func TestCarryBound(t *testing.T) {
 		})
 	}
 }
+
+// A handler may keep what it read from a request, such as an item's raw
+// value: serving the next request does not change it.
+func TestKeptValuesOutliveTheRun(t *testing.T) {
+	var kept []json.RawMessage
+	keep := func(r *kit.Request) (*kit.Result, error) {
+		for _, it := range r.Items("notes") {
+			kept = append(kept, it.Value)
+		}
+		return kit.Reply("kept", nil), nil
+	}
+	serve(t, keep, request)
+	other := strings.ReplaceAll(strings.ReplaceAll(request, "one two three", "eno owt eerht"), `"four"`, `"ruof"`)
+	for range 3 {
+		serve(t, keep, other)
+	}
+	if got := string(kept[0]) + " " + string(kept[1]); got != `{"text":"one two three","done":true} {"text":"four"}` {
+		t.Fatalf("the first request's values became %s", got)
+	}
+}
