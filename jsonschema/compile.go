@@ -1,9 +1,7 @@
 package jsonschema
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -94,67 +92,6 @@ func (s *Schema) Validate(v any, what string) []models.Problem {
 	}}
 	c.Check("", v, s)
 	return probs
-}
-
-// Decode decodes JSON text for Validate: objects keep their members in order
-// and a member named twice is an error, numbers are json.Number.
-func Decode(data []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	v, err := decodeValue(d, 0)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := d.Token(); err == nil {
-		return nil, errors.New("JSON text has more than one value")
-	}
-	return v, nil
-}
-
-// maxDecodeDepth bounds the nesting of a decoded value.
-const maxDecodeDepth = 128
-
-func decodeValue(d *json.Decoder, depth int) (any, error) {
-	if depth > maxDecodeDepth {
-		return nil, fmt.Errorf("JSON nested more than %d deep", maxDecodeDepth)
-	}
-	t, err := d.Token()
-	if err != nil {
-		return nil, fmt.Errorf("invalid JSON: %v", err)
-	}
-	switch t {
-	case json.Delim('{'):
-		o := &ordered{}
-		for d.More() {
-			kt, err := d.Token()
-			if err != nil {
-				return nil, fmt.Errorf("invalid JSON: %v", err)
-			}
-			k := kt.(string)
-			if _, dup := o.Get(k); dup {
-				return nil, fmt.Errorf("member %q is named twice", k)
-			}
-			v, err := decodeValue(d, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			o.add(k, v)
-		}
-		_, err := d.Token()
-		return o, err
-	case json.Delim('['):
-		a := []any{}
-		for d.More() {
-			v, err := decodeValue(d, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			a = append(a, v)
-		}
-		_, err := d.Token()
-		return a, err
-	}
-	return t, nil
 }
 
 // ordered is a decoded object in document order.
