@@ -330,17 +330,22 @@ func parseResult(stdout []byte, instanceID string) (*Result, error) {
 		Data     json.RawMessage   `json:"data"`
 		Evidence []models.Evidence `json:"evidence"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(stdout))
-	if err := dec.Decode(&raw); err != nil {
-		return nil, models.CapabilityFailed(models.ReasonBadOutput, "standard output is not one ExtensionResult object: %v", err)
-	}
-	if dec.More() {
-		return nil, models.CapabilityFailed(models.ReasonBadOutput, "standard output holds more than one JSON value")
+	summary, data, evidence, compact, ok := plainResult(stdout)
+	if ok {
+		raw.Summary, raw.Data, raw.Evidence = &summary, data, evidence
+	} else {
+		dec := json.NewDecoder(bytes.NewReader(stdout))
+		if err := dec.Decode(&raw); err != nil {
+			return nil, models.CapabilityFailed(models.ReasonBadOutput, "standard output is not one ExtensionResult object: %v", err)
+		}
+		if dec.More() {
+			return nil, models.CapabilityFailed(models.ReasonBadOutput, "standard output holds more than one JSON value")
+		}
 	}
 	if raw.Summary == nil {
 		return nil, models.CapabilityFailed(models.ReasonBadOutput, "the result has no summary string")
 	}
-	data := bytes.TrimSpace(raw.Data)
+	data = bytes.TrimSpace(raw.Data)
 	if len(data) == 0 || data[0] != '{' {
 		return nil, models.CapabilityFailed(models.ReasonBadOutput, "the result's data must be a JSON object")
 	}
@@ -376,9 +381,13 @@ func parseResult(stdout []byte, instanceID string) (*Result, error) {
 			return res, nil
 		}
 	}
-	var compact bytes.Buffer
-	json.Compact(&compact, data)
-	res.Data = compact.Bytes()
+	if compact {
+		res.Data = bytes.Clone(data)
+		return res, nil
+	}
+	var buf bytes.Buffer
+	json.Compact(&buf, data)
+	res.Data = buf.Bytes()
 	return res, nil
 }
 
