@@ -112,18 +112,8 @@ func (p *parser) object(depth int) (any, bool) {
 			return nil, false
 		}
 		o.add(k.(string), v)
-		p.space()
-		if p.i == len(p.b) {
-			return nil, false
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return o, true
-		default:
-			return nil, false
+		if more, ok := p.next('}'); !more {
+			return o, ok
 		}
 	}
 }
@@ -142,20 +132,28 @@ func (p *parser) array(depth int) (any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		p.space()
-		if p.i == len(p.b) {
-			return nil, false
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return a, true
-		default:
-			return nil, false
+		if more, ok := p.next(']'); !more {
+			return a, ok
 		}
 	}
+}
+
+// next reads what follows a member or an element: a comma (more follow)
+// or the closing bracket (ok, none follow).
+func (p *parser) next(closing byte) (more, ok bool) {
+	p.space()
+	if p.i == len(p.b) {
+		return false, false
+	}
+	switch p.b[p.i] {
+	case ',':
+		p.i++
+		return true, true
+	case closing:
+		p.i++
+		return false, true
+	}
+	return false, false
 }
 
 // string reads a string of valid UTF-8 without escapes or control
