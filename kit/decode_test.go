@@ -12,6 +12,7 @@ import (
 
 // jsonInputs are values of every form: the usual, the odd and the invalid.
 var jsonInputs = []string{
+	`{"other":1,"e\\x":2,"é":3,"a-b.c":4,"a b":5,"Comma":6,"omit":7,"Other":8,"Escaped":9,"E\\X":10,"!a":11}`,
 	`null`, `true`, `false`, `0`, `-0`, `1`, `-12`, `3.5`, `1e3`, `-1.5E-7`, `1e400`, `9223372036854775807`,
 	`9223372036854775808`, `-9223372036854775809`, `18446744073709551616`, `300`, `-1`,
 	`""`, `"plain"`, `"é ✓"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u00e9\u2713"`, `"\ud83d\ude00"`, `"\ud83d"`, `"\ud83dx"`,
@@ -88,6 +89,7 @@ var targets = []func() any{
 	func() any { return new(withString) },
 	func() any { return new(embedded) },
 	func() any { return new(folded) },
+	func() any { return new(tagForms) },
 	func() any { return new(json.RawMessage) },
 	func() any { return new(time.Time) },
 	func() any { return &note{Text: "before", Done: true} },

@@ -49,6 +49,19 @@ type tagged struct {
 	hidden   int
 }
 
+// tagForms has the forms a tag's json name takes that the kit reads
+// itself.
+type tagForms struct {
+	Other   int `xml:"o" json:"other"`
+	Escaped int `json:"e\\x"`
+	Accent  int `json:"é"`
+	Punct   int `json:"a-b.c"`
+	Spaced  int `json:"a b"`
+	Comma   int `json:",omitempty"`
+	Omit    int `json:"omit,omitempty,"`
+	Bang    int `json:"!a"`
+}
+
 type plain struct {
 	Key   string `json:"key"`
 	Words int    `json:"words"`
@@ -91,6 +104,7 @@ func marshalValues() []any {
 		tagged{Name: "n", NilSlice: nil, Ptr: &tagged{Name: "inner", Any: map[string]any{"x": []any{float32(1.5)}}}, Any: 7, Raw: json.RawMessage(`[1]`),
 			Keys: map[textKey]int{"a": 1}, PM: pointerMarshaler{N: 1}, Floats: []float32{0.1, 1e30}, Bytes: []byte("hi"), Labels: map[label]float64{"l": 2}},
 		&tagged{PM: pointerMarshaler{N: 2}}, []tagged{{PM: pointerMarshaler{N: 3}}}, map[string]tagged{"m": {PM: pointerMarshaler{N: 4}}},
+		tagForms{Other: 1, Escaped: 2, Accent: 3, Punct: 4, Spaced: 5, Comma: 6}, tagForms{Omit: 7, Bang: 8},
 		dup{A: 1, B: 2}, withEmbedded{plain: plain{Key: "e"}, More: 1}, time.Date(2026, 11, 28, 1, 2, 3, 0, time.UTC),
 		failing{}, map[string]any{"f": failing{}}, make(chan int), func() {}, c, deep,
 		map[string]any{"count": 10, "words": 145, "longest": []plain{{Key: "note-9", Words: 19, Text: "word9 word9"}}},

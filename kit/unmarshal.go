@@ -404,13 +404,15 @@ func fieldsOf(t reflect.Type) *structFields {
 		if !f.IsExported() {
 			continue
 		}
-		tag := f.Tag.Get("json")
+		tag := jsonTag(f.Tag)
 		if tag == "-" {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
 		field := structField{index: i}
-		for opt := range strings.SplitSeq(opts, ",") {
+		for opts != "" {
+			var opt string
+			opt, opts, _ = strings.Cut(opts, ",")
 			switch opt {
 			case "":
 			case "omitempty":
@@ -434,13 +436,31 @@ func fieldsOf(t reflect.Type) *structFields {
 		if s == nil {
 			break
 		}
-		field.name, field.quoted = name, strconv.Quote(name)+":"
-		s.plain = s.plain && plainName(name)
+		field.name = name
+		if plainName(name) {
+			field.quoted = `"` + name + `":`
+		} else {
+			field.quoted, s.plain = strconv.Quote(name)+":", false
+		}
 		s.list = append(s.list, field)
 	}
 	structs.Store(t, s)
 	return s
 }
+
+// jsonTag returns the json key's value of a struct tag: read in place when
+// the tag begins with it and it holds no escape, as tags usually do.
+func jsonTag(tag reflect.StructTag) string {
+	if v, ok := strings.CutPrefix(string(tag), `json:"`); ok {
+		if end := strings.IndexAny(v, `"\`); end >= 0 && v[end] == '"' {
+			return v[:end]
+		}
+	}
+	return tag.Get("json")
+}
+
+// tagPunctuation is the punctuation encoding/json takes in a tag's name.
+const tagPunctuation = "!#$%&()*+-./:;<=>?@[]^_{|}~ "
 
 // validTagName reports whether encoding/json takes a tag's name as the
 // field's: a name of letters, digits and some punctuation.
@@ -450,8 +470,9 @@ func validTagName(s string) bool {
 	}
 	for _, c := range s {
 		switch {
-		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
-		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c < utf8.RuneSelf && strings.IndexByte(tagPunctuation, byte(c)) >= 0:
+		case c < utf8.RuneSelf, !unicode.IsLetter(c) && !unicode.IsDigit(c):
 			return false
 		}
 	}
