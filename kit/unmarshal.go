@@ -449,11 +449,14 @@ func fieldsOf(t reflect.Type) *structFields {
 }
 
 // jsonTag returns the json key's value of a struct tag: read in place when
-// the tag begins with it and it holds no escape, as tags usually do.
+// the tag begins with it and it is printable ASCII without an escape, as
+// tags usually are.
 func jsonTag(tag reflect.StructTag) string {
 	if v, ok := strings.CutPrefix(string(tag), `json:"`); ok {
-		if end := strings.IndexAny(v, `"\`); end >= 0 && v[end] == '"' {
-			return v[:end]
+		for i := 0; i < len(v) && ' ' <= v[i] && v[i] <= '~' && v[i] != '\\'; i++ {
+			if v[i] == '"' {
+				return v[:i]
+			}
 		}
 	}
 	return tag.Get("json")
