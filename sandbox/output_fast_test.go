@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"pluginhost/models"
 )
 
 // plainCases are outputs plainResult reads, and outputs it leaves to
@@ -85,17 +83,12 @@ func samePlainResult(t *testing.T, out string) {
 	if !ok {
 		return
 	}
-	var want struct {
-		Summary  *string           `json:"summary"`
-		Data     json.RawMessage   `json:"data"`
-		Evidence []models.Evidence `json:"evidence"`
+	wantSummary, wantData, wantEvidence, err := decodeResult([]byte(out))
+	if err != nil {
+		t.Fatalf("%.60q: read, but encoding/json says %v", out, err)
 	}
-	dec := json.NewDecoder(strings.NewReader(out))
-	if err := dec.Decode(&want); err != nil || dec.More() {
-		t.Fatalf("%.60q: read, but encoding/json says %v (more: %v)", out, err, dec.More())
-	}
-	if want.Summary == nil || summary != *want.Summary || !bytes.Equal(data, want.Data) || !reflect.DeepEqual(evidence, want.Evidence) && len(evidence)+len(want.Evidence) > 0 {
-		t.Fatalf("%.60q: read %q, %s, %v; encoding/json reads %v, %s, %v", out, summary, data, evidence, want.Summary, want.Data, want.Evidence)
+	if summary != wantSummary || !bytes.Equal(data, wantData) || !reflect.DeepEqual(evidence, wantEvidence) && len(evidence)+len(wantEvidence) > 0 {
+		t.Fatalf("%.60q: read %q, %s, %v; encoding/json reads %q, %s, %v", out, summary, data, evidence, wantSummary, wantData, wantEvidence)
 	}
 	var buf bytes.Buffer
 	if compact && (json.Compact(&buf, data) != nil || !bytes.Equal(buf.Bytes(), data)) {

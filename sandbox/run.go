@@ -325,36 +325,23 @@ func parseFetch(stdout []byte) ([]FetchRequest, json.RawMessage, error) {
 // parseResult reads standard output as exactly one ExtensionResult: summary
 // a string, data an object, evidence (optional) about this Instance only.
 func parseResult(stdout []byte, instanceID string) (*Result, error) {
-	var raw struct {
-		Summary  *string           `json:"summary"`
-		Data     json.RawMessage   `json:"data"`
-		Evidence []models.Evidence `json:"evidence"`
-	}
 	summary, data, evidence, compact, ok := plainResult(stdout)
-	if ok {
-		raw.Summary, raw.Data, raw.Evidence = &summary, data, evidence
-	} else {
-		dec := json.NewDecoder(bytes.NewReader(stdout))
-		if err := dec.Decode(&raw); err != nil {
-			return nil, models.CapabilityFailed(models.ReasonBadOutput, "standard output is not one ExtensionResult object: %v", err)
-		}
-		if dec.More() {
-			return nil, models.CapabilityFailed(models.ReasonBadOutput, "standard output holds more than one JSON value")
+	if !ok {
+		var err error
+		if summary, data, evidence, err = decodeResult(stdout); err != nil {
+			return nil, err
 		}
 	}
-	if raw.Summary == nil {
-		return nil, models.CapabilityFailed(models.ReasonBadOutput, "the result has no summary string")
-	}
-	data = bytes.TrimSpace(raw.Data)
+	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return nil, models.CapabilityFailed(models.ReasonBadOutput, "the result's data must be a JSON object")
 	}
-	for i, ev := range raw.Evidence {
+	for i, ev := range evidence {
 		if ev.InstanceID != instanceID || ev.Type != "plugin_storage" {
 			return nil, models.CapabilityFailed(models.ReasonBadOutput, "evidence[%d] must be plugin_storage evidence of this Instance", i)
 		}
 	}
-	res := &Result{ExtensionResult: models.ExtensionResult{Summary: *raw.Summary, Evidence: raw.Evidence}}
+	res := &Result{ExtensionResult: models.ExtensionResult{Summary: summary, Evidence: evidence}}
 	if res.Evidence == nil {
 		res.Evidence = []models.Evidence{}
 	}
@@ -389,6 +376,27 @@ func parseResult(stdout []byte, instanceID string) (*Result, error) {
 	json.Compact(&buf, data)
 	res.Data = buf.Bytes()
 	return res, nil
+}
+
+// decodeResult reads standard output as one ExtensionResult with
+// encoding/json: what plainResult leaves, and the error that says why.
+func decodeResult(stdout []byte) (summary string, data json.RawMessage, evidence []models.Evidence, err error) {
+	var raw struct {
+		Summary  *string           `json:"summary"`
+		Data     json.RawMessage   `json:"data"`
+		Evidence []models.Evidence `json:"evidence"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(stdout))
+	if err := dec.Decode(&raw); err != nil {
+		return "", nil, nil, models.CapabilityFailed(models.ReasonBadOutput, "standard output is not one ExtensionResult object: %v", err)
+	}
+	if dec.More() {
+		return "", nil, nil, models.CapabilityFailed(models.ReasonBadOutput, "standard output holds more than one JSON value")
+	}
+	if raw.Summary == nil {
+		return "", nil, nil, models.CapabilityFailed(models.ReasonBadOutput, "the result has no summary string")
+	}
+	return *raw.Summary, raw.Data, raw.Evidence, nil
 }
 
 // mayName reports whether the JSON text b may hold one of names as a
