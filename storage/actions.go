@@ -263,17 +263,38 @@ func (s *Service) SnapshotOf(ctx context.Context, c models.Caller, t *access.Tar
 }
 
 // ContentsOf is SnapshotOf without the items' times (their CreatedAt and
-// UpdatedAt are empty), for a capability's request, which carries none.
+// UpdatedAt are empty), for a capability's request, which carries none. The
+// snapshot may be shared with other runs: do not change it. It is the
+// Instance at the storage revision the gate read (t) or later.
 func (s *Service) ContentsOf(ctx context.Context, c models.Caller, t *access.Target) (*Snapshot, error) {
-	return s.snapshotOf(ctx, c, t, false)
+	if err := storageOf(t); err != nil {
+		return nil, err
+	}
+	if snap := s.contents.get(t); snap != nil {
+		metrics.StorageOperation("snapshot", c.Actor, nil)
+		return snap, nil
+	}
+	snap, err := s.snapshotOf(ctx, c, t, false)
+	if err == nil {
+		s.contents.keep(snap)
+	}
+	return snap, err
+}
+
+// storageOf refuses a target whose plugin does not request storage.
+func storageOf(t *access.Target) error {
+	if !t.Manifest.HasPermission(models.PermissionStorage) || t.Manifest.EffectiveStorage() == nil {
+		return models.Errorf(models.ErrPermissionDenied, "plugin %s does not request the storage permission", t.Installation.PluginID)
+	}
+	return nil
 }
 
 func (s *Service) snapshotOf(ctx context.Context, c models.Caller, t *access.Target, times bool) (out *Snapshot, opErr error) {
 	defer func() { metrics.StorageOperation("snapshot", c.Actor, opErr) }()
-	st := t.Manifest.EffectiveStorage()
-	if !t.Manifest.HasPermission(models.PermissionStorage) || st == nil {
-		return nil, models.Errorf(models.ErrPermissionDenied, "plugin %s does not request the storage permission", t.Installation.PluginID)
+	if err := storageOf(t); err != nil {
+		return nil, err
 	}
+	st := t.Manifest.EffectiveStorage()
 	q, err := s.prepare(ctx)
 	if err != nil {
 		return nil, s.internal(err)

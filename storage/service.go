@@ -48,6 +48,8 @@ type Service struct {
 
 	runsOnce sync.Once
 	runs     *runQueue
+
+	contents contentsCache // what runs read (ContentsOf)
 }
 
 // scopeCache keeps the scopes the SQLite writer read, as its own writes

@@ -1,0 +1,88 @@
+package storage
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"pluginhost/access"
+	"pluginhost/models"
+)
+
+// contentsOfSize is an Instance's contents of about n bytes, at a revision.
+func contentsOfSize(instance string, revision int64, n int) *Snapshot {
+	return &Snapshot{InstanceID: instance, InstallationID: "instl", Generation: 1, StorageRevision: revision,
+		Namespaces: []SnapshotNamespace{{ID: "notes", Items: []models.ItemJSON{{Key: "k", Value: models.JSON(`"` + strings.Repeat("x", n) + `"`)}}}}}
+}
+
+func targetOf(instance, installation string, generation, revision int64) *access.Target {
+	return &access.Target{Instance: &models.Instance{ID: instance, StorageRevision: revision},
+		Installation: &models.Installation{ID: installation, Generation: generation}}
+}
+
+// TestKeptContentsMatchTheGate: kept contents serve a run only at the
+// Installation, generation and storage revision they were read at.
+func TestKeptContentsMatchTheGate(t *testing.T) {
+	var c contentsCache
+	kept := contentsOfSize("inst", 7, 10)
+	c.keep(kept)
+	for _, tc := range []struct {
+		name   string
+		target *access.Target
+		hit    bool
+	}{
+		{"the same", targetOf("inst", "instl", 1, 7), true},
+		{"a later revision", targetOf("inst", "instl", 1, 8), false},
+		{"an earlier revision", targetOf("inst", "instl", 1, 6), false},
+		{"another generation", targetOf("inst", "instl", 2, 7), false},
+		{"another Installation", targetOf("inst", "other", 1, 7), false},
+		{"another Instance", targetOf("other", "instl", 1, 7), false},
+	} {
+		if got := c.get(tc.target); (got == kept) != tc.hit || (got != nil && got != kept) {
+			t.Errorf("%s: got %p, want kept %v", tc.name, got, tc.hit)
+		}
+	}
+}
+
+// TestKeptContentsAreBounded: the contents kept stay within their bound,
+// the least recently used going first; an Instance past its own bound is not
+// kept, and what was kept of it is dropped.
+func TestKeptContentsAreBounded(t *testing.T) {
+	var c contentsCache
+	const each = 1 << 20
+	name := func(i int) string { return fmt.Sprintf("inst-%03d", i) }
+	fit := int(maxKeptContentsBytes / contentsBytes(contentsOfSize(name(0), 1, each)))
+	for i := range fit + 4 {
+		if i == fit { // the first one used again: the second goes first
+			if c.get(targetOf(name(0), "instl", 1, 1)) == nil {
+				t.Fatalf("%d Instances of %d bytes were not all kept", fit, each)
+			}
+		}
+		c.keep(contentsOfSize(name(i), 1, each))
+		if c.bytes > maxKeptContentsBytes {
+			t.Fatalf("after %d kept: %d bytes, bound %d", i+1, c.bytes, maxKeptContentsBytes)
+		}
+	}
+	for _, tc := range []struct {
+		i    int
+		kept bool
+	}{{0, true}, {1, false}, {4, false}, {5, true}, {fit + 3, true}} {
+		if got := c.get(targetOf(name(tc.i), "instl", 1, 1)) != nil; got != tc.kept {
+			t.Errorf("%s kept %v, want %v", name(tc.i), got, tc.kept)
+		}
+	}
+
+	// At an Instance's bound and one past it.
+	overhead := contentsBytes(contentsOfSize("big", 1, 0))
+	c.keep(contentsOfSize("big", 1, maxKeptInstanceContents-int(overhead)))
+	if c.get(targetOf("big", "instl", 1, 1)) == nil {
+		t.Error("contents at the bound of one Instance were not kept")
+	}
+	c.keep(contentsOfSize("big", 2, maxKeptInstanceContents-int(overhead)+1))
+	if c.get(targetOf("big", "instl", 1, 2)) != nil || c.get(targetOf("big", "instl", 1, 1)) != nil {
+		t.Error("contents one byte past the bound of one Instance were kept, or its older ones were")
+	}
+	if len(c.byID) != c.order.Len() {
+		t.Errorf("%d Instances by id, %d in order", len(c.byID), c.order.Len())
+	}
+}
