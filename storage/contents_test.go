@@ -2,7 +2,6 @@ package storage_test
 
 import (
 	"encoding/json"
-	"log/slog"
 	"testing"
 
 	"pluginhost/access"
@@ -17,8 +16,7 @@ import (
 func TestRunsReadEveryChange(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		w := newWorld(t, b)
-		replica := &storage.Service{DB: w.env.DB, Bus: w.env.Store.Bus, Gate: &access.Gate{DB: w.env.DB}, Log: slog.New(slog.DiscardHandler)}
-		defer replica.Close()
+		replica := w.replica(t)
 		run := func() *storage.Snapshot {
 			t.Helper()
 			target, err := w.env.Store.Gate.Open(ctx, w.a, w.notes.ID, access.Use)

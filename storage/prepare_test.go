@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 
 	"pluginhost/access"
@@ -19,7 +18,7 @@ import (
 func TestFirstCallerCancelledDoesNotBreakStorage(t *testing.T) {
 	testenv.Databases(t, func(t *testing.T, b testenv.Backend) {
 		w := newWorld(t, b)
-		fresh := &storage.Service{DB: w.env.DB, Bus: w.env.Store.Bus, Gate: &access.Gate{DB: w.env.DB}, Log: slog.New(slog.DiscardHandler)}
+		fresh := w.replica(t)
 		gone, cancel := context.WithCancel(ctx)
 		cancel()
 		if _, err := fresh.Create(gone, w.a, w.notes.ID, "notes", "first", js("x")); !errors.Is(err, context.Canceled) {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"pluginhost/access"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/models"
@@ -48,6 +50,15 @@ func newWorld(t *testing.T, b testenv.Backend) *world {
 	}))
 	w.bobNotes = e.Instance(t, w.bob, e.Install(t, w.bob, notesManifest))
 	return w
+}
+
+// replica returns another storage service on the world's database, as
+// another replica of a fleet runs one: it shares nothing in memory with
+// w.env.Store. It is closed when the test ends.
+func (w *world) replica(t *testing.T) *storage.Service {
+	s := &storage.Service{DB: w.env.DB, Bus: w.env.Store.Bus, Gate: &access.Gate{DB: w.env.DB}, Log: slog.New(slog.DiscardHandler)}
+	t.Cleanup(s.Close)
+	return s
 }
 
 func wantCode(t *testing.T, err error, code models.Code) {
