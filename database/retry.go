@@ -22,6 +22,15 @@ import (
 // A storage write therefore locks its Instance's Installation before the
 // Instance, as a package update, an uninstall and createInstance do. SQLite
 // has one writer at a time and takes no row locks.
+//
+// Storage revision. A transaction that changes an Instance's rows of
+// storage_items (or which of them its manifest's namespaces show) raises
+// instances.storage_revision in the same transaction, or deletes the
+// Instance with them; a package update also raises the generation. Runs keep
+// the contents they read by that revision (storage.ContentsOf) in every
+// replica, so a change that did not raise it would not be seen until the
+// replicas restart: a migration or a hand edit of storage_items must raise
+// it too.
 
 // Retry bounds. A transaction the database aborted as a deadlock victim or
 // after a lock wait timeout is run again, at most MaxTxAttempts times in

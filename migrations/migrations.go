@@ -6,6 +6,9 @@
 //
 // A migration is never edited after it has shipped: a change of schema is a new
 // migration with the next version.
+//
+// A migration that changes rows of storage_items raises the storage_revision
+// of their Instances (see package database, "Storage revision").
 package migrations
 
 import (

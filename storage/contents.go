@@ -3,19 +3,25 @@ package storage
 import (
 	"container/list"
 	"sync"
+	"unsafe"
 
 	"pluginhost/access"
+	"pluginhost/models"
 )
 
 // A run reads its Instance's whole storage (ContentsOf). The contents of an
 // Instance change only with its storage revision, which every change of its
-// items raises in the change's own transaction, and with its Installation's
-// generation; the access gate reads both, from the database, on every run.
-// So the contents read for one (Installation, generation, storage revision)
-// are the contents at that revision wherever the gate finds it, and a run
-// that finds them kept need not read them again. Nothing is invalidated: a
-// change anywhere in the fleet raises the revision in the database the gate
-// reads, and the kept contents stop matching.
+// items raises in the change's own transaction (see package database,
+// "Storage revision"), and with its Installation's generation; the access
+// gate reads both, from the database, on every run. (Deleting an Instance
+// deletes its items without raising it, but the Instance is gone, and ids
+// are never used again.) So the contents read for one (Installation,
+// generation, storage revision) are the contents at that revision wherever
+// the gate finds it, and a run that finds them kept need not read them
+// again. Nothing is invalidated: a change anywhere in the fleet raises the
+// revision in the database the gate reads, and the kept contents stop
+// matching. The revision a snapshot is kept at is the one read with its
+// items, in the same statement.
 
 // Bounds of the contents kept: their bytes in all, and one Instance's
 // contents at most (an Instance larger is read every time).
@@ -57,12 +63,17 @@ func (c *contentsCache) get(t *access.Target) *Snapshot {
 }
 
 // keep keeps snap, read at its storage revision, in place of what was kept
-// of its Instance; the least recently used go past the bound.
+// of its Instance, unless that was read later (a run that read before
+// another may end after it); the least recently used go past the bound.
 func (c *contentsCache) keep(snap *Snapshot) {
 	n := contentsBytes(snap)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byID[snap.InstanceID]; ok {
+		if kept := e.Value.(*keptContents).snap; kept.InstallationID == snap.InstallationID &&
+			(kept.Generation > snap.Generation || kept.Generation == snap.Generation && kept.StorageRevision > snap.StorageRevision) {
+			return
+		}
 		c.remove(e)
 	}
 	if n > maxKeptInstanceContents {
@@ -84,14 +95,19 @@ func (c *contentsCache) remove(e *list.Element) {
 	c.bytes -= k.bytes
 }
 
-// contentsBytes is about the memory a snapshot holds.
+// contentsBytes is about the memory a snapshot holds: its structures at
+// their capacity, and each key and value with what the allocator rounds it
+// up to (up to an eighth more, and at least 16 bytes).
 func contentsBytes(s *Snapshot) int64 {
-	n := int64(256 + len(s.InstanceID) + len(s.InstallationID))
+	n := int64(unsafe.Sizeof(*s)) + int64(cap(s.Namespaces))*int64(unsafe.Sizeof(SnapshotNamespace{})) +
+		allocBytes(len(s.InstanceID)) + allocBytes(len(s.InstallationID))
 	for _, ns := range s.Namespaces {
-		n += int64(96 + len(ns.ID) + len(ns.AIAccess))
+		n += allocBytes(len(ns.ID)) + allocBytes(len(ns.AIAccess)) + int64(cap(ns.Items))*int64(unsafe.Sizeof(models.ItemJSON{}))
 		for _, it := range ns.Items {
-			n += int64(64 + len(it.Key) + len(it.Value))
+			n += allocBytes(len(it.Key)) + allocBytes(len(it.Value))
 		}
 	}
 	return n
 }
+
+func allocBytes(n int) int64 { return int64(max(16, n+n/8)) }

@@ -2,7 +2,9 @@ package storage
 
 import (
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"pluginhost/access"
@@ -72,17 +74,78 @@ func TestKeptContentsAreBounded(t *testing.T) {
 		}
 	}
 
-	// At an Instance's bound and one past it.
-	overhead := contentsBytes(contentsOfSize("big", 1, 0))
-	c.keep(contentsOfSize("big", 1, maxKeptInstanceContents-int(overhead)))
+	// At an Instance's bound and one past it: the longest value whose
+	// contents fit, and one byte more.
+	at := sort.Search(maxKeptInstanceContents, func(n int) bool {
+		return contentsBytes(contentsOfSize("big", 1, n+1)) > maxKeptInstanceContents
+	})
+	c.keep(contentsOfSize("big", 1, at))
 	if c.get(targetOf("big", "instl", 1, 1)) == nil {
 		t.Error("contents at the bound of one Instance were not kept")
 	}
-	c.keep(contentsOfSize("big", 2, maxKeptInstanceContents-int(overhead)+1))
+	c.keep(contentsOfSize("big", 2, at+1))
 	if c.get(targetOf("big", "instl", 1, 2)) != nil || c.get(targetOf("big", "instl", 1, 1)) != nil {
 		t.Error("contents one byte past the bound of one Instance were kept, or its older ones were")
 	}
 	if len(c.byID) != c.order.Len() {
 		t.Errorf("%d Instances by id, %d in order", len(c.byID), c.order.Len())
+	}
+}
+
+// TestKeptContentsStayTheLatest: contents read earlier do not replace those
+// read later, whichever run ends last; a new generation or Installation
+// replaces them.
+func TestKeptContentsStayTheLatest(t *testing.T) {
+	at := func(installation string, generation, revision int64) *Snapshot {
+		s := contentsOfSize("inst", revision, 10)
+		s.InstallationID, s.Generation = installation, generation
+		return s
+	}
+	for _, tc := range []struct {
+		name        string
+		first, then *Snapshot
+		latest      *access.Target
+	}{
+		{"a later revision", at("instl", 1, 7), at("instl", 1, 8), targetOf("inst", "instl", 1, 8)},
+		{"an earlier revision", at("instl", 1, 7), at("instl", 1, 6), targetOf("inst", "instl", 1, 7)},
+		{"a later generation", at("instl", 1, 7), at("instl", 2, 8), targetOf("inst", "instl", 2, 8)},
+		{"an earlier generation", at("instl", 2, 8), at("instl", 1, 9), targetOf("inst", "instl", 2, 8)},
+		{"another Installation", at("instl", 3, 9), at("other", 1, 1), targetOf("inst", "other", 1, 1)},
+	} {
+		var c contentsCache
+		c.keep(tc.first)
+		c.keep(tc.then)
+		if c.get(tc.latest) == nil {
+			t.Errorf("%s: the latest contents are not kept", tc.name)
+		}
+		if c.order.Len() != 1 || len(c.byID) != 1 {
+			t.Errorf("%s: %d entries kept for one Instance", tc.name, c.order.Len())
+		}
+	}
+}
+
+// TestKeptContentsUnderParallelRuns: runs of several Instances keep and
+// find contents at once (run with -race).
+func TestKeptContentsUnderParallelRuns(t *testing.T) {
+	var c contentsCache
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				inst := fmt.Sprint("inst-", (g+i)%5)
+				rev := int64(i % 7)
+				if got := c.get(targetOf(inst, "instl", 1, rev)); got != nil && (got.InstanceID != inst || got.StorageRevision != rev) {
+					t.Errorf("asked for %s at %d, got %s at %d", inst, rev, got.InstanceID, got.StorageRevision)
+					return
+				}
+				c.keep(contentsOfSize(inst, rev, 100))
+			}
+		}()
+	}
+	wg.Wait()
+	if len(c.byID) != c.order.Len() || len(c.byID) > 5 {
+		t.Errorf("%d Instances by id, %d in order, of 5", len(c.byID), c.order.Len())
 	}
 }

@@ -72,6 +72,7 @@ func TestRunsReadEveryChange(t *testing.T) {
 			{"another Instance changed", func() error { _, err := replica.Create(ctx, w.a, w.notes2.ID, "notes", "c", js(3)); return err }},
 			{"reset", func() error { _, err := replica.Reset(ctx, w.a, w.notes.ID); return err }},
 		}
+		var prev *storage.Snapshot
 		for _, step := range steps {
 			if step.change != nil {
 				if err := step.change(); err != nil {
@@ -79,6 +80,10 @@ func TestRunsReadEveryChange(t *testing.T) {
 				}
 			}
 			first := run()
+			if step.name == "another Instance changed" && first != prev {
+				t.Errorf("%s: this Instance's kept contents were read again", step.name)
+			}
+			prev = first
 			got, _ := json.Marshal(first)
 			if want := read(); string(got) != want {
 				t.Fatalf("%s: a run reads\n%s\nthe database holds\n%s", step.name, got, want)
