@@ -1,7 +1,6 @@
 package gqlhttp
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -13,37 +12,6 @@ import (
 
 	"pluginhost/graph"
 )
-
-// TestByteCacheBound: the cache keeps entries until their cost reaches its
-// bound, drops the least recently used first, and keeps nothing larger than
-// the bound.
-func TestByteCacheBound(t *testing.T) {
-	ctx := context.Background()
-	c := newByteCache(100, func(k, v string) int64 { return int64(len(v)) })
-	c.Add(ctx, "a", strings.Repeat("a", 40))
-	c.Add(ctx, "b", strings.Repeat("b", 60)) // at the bound: 100
-	if _, ok := c.Get(ctx, "a"); !ok || c.Bytes() != 100 {
-		t.Fatalf("at the bound: a kept %v, %d bytes", ok, c.Bytes())
-	}
-	c.Add(ctx, "c", "c") // one past: b, the least recently used, goes
-	if _, ok := c.Get(ctx, "b"); ok {
-		t.Fatal("b was kept past the bound")
-	}
-	if _, ok := c.Get(ctx, "a"); !ok {
-		t.Fatal("a, recently used, was dropped")
-	}
-	if c.Bytes() != 41 {
-		t.Fatalf("%d bytes, want 41", c.Bytes())
-	}
-	c.Add(ctx, "big", strings.Repeat("x", 101))
-	if _, ok := c.Get(ctx, "big"); ok || c.Bytes() != 41 {
-		t.Fatal("an entry larger than the bound was kept")
-	}
-	c.Add(ctx, "a", strings.Repeat("a", 10)) // replacing an entry counts it once
-	if c.Bytes() != 11 {
-		t.Fatalf("%d bytes after replacing a, want 11", c.Bytes())
-	}
-}
 
 // TestDocumentCacheCost: the cost the document cache charges per byte of
 // query text covers what a parsed, validated document holds in memory, so

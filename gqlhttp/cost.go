@@ -19,6 +19,7 @@ import (
 	"github.com/vektah/gqlparser/v2/parser"
 
 	"pluginhost/auth"
+	"pluginhost/bytecache"
 	"pluginhost/models"
 )
 
@@ -45,8 +46,8 @@ import (
 // Every refusal is BAD_USER_INPUT with extensions.reason naming the limit.
 type queryGuard struct {
 	limits *Limits
-	docs   *byteCache[*ast.QueryDocument] // the executor's parsed-document cache
-	apq    *byteCache[string]
+	docs   *bytecache.Cache[*ast.QueryDocument] // the executor's parsed-document cache
+	apq    *bytecache.Cache[string]
 	gate   *gate // charges each operation's cost to its user's work rate
 	es     graphql.ExecutableSchema
 }

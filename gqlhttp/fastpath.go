@@ -14,6 +14,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"pluginhost/auth"
+	"pluginhost/bytecache"
 	"pluginhost/graph"
 	"pluginhost/models"
 )
@@ -31,7 +32,7 @@ import (
 type updates struct {
 	limits  *Limits
 	gate    *gate
-	docs    *byteCache[*ast.QueryDocument]
+	docs    *bytecache.Cache[*ast.QueryDocument]
 	resolve graph.MutationResolver
 	present graphql.ErrorPresenterFunc
 
@@ -66,7 +67,7 @@ type resultField struct {
 	sub         []resultField // of evidence
 }
 
-func newUpdates(limits *Limits, g *gate, docs *byteCache[*ast.QueryDocument], resolve graph.MutationResolver, present graphql.ErrorPresenterFunc) *updates {
+func newUpdates(limits *Limits, g *gate, docs *bytecache.Cache[*ast.QueryDocument], resolve graph.MutationResolver, present graphql.ErrorPresenterFunc) *updates {
 	return &updates{limits: limits, gate: g, docs: docs, resolve: resolve, present: present, plans: map[string]*updatePlan{}}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"pluginhost/auth"
+	"pluginhost/bytecache"
 	"pluginhost/graph"
 	"pluginhost/models"
 	"pluginhost/resolvers"
@@ -62,13 +63,13 @@ type Options struct {
 func New(r *resolvers.Resolver, a *auth.Authenticator, limits Limits, opts Options, log *slog.Logger) *Server {
 	lim := NewLimiter(limits)
 	exec := executor.New(graph.NewExecutableSchema(graph.Config{Resolvers: r}))
-	docs := newByteCache(lim.Limits.QueryCacheBytes, func(q string, _ *ast.QueryDocument) int64 {
+	docs := bytecache.New(lim.Limits.QueryCacheBytes, lim.Limits.QueryCacheBytes, func(q string, _ *ast.QueryDocument) int64 {
 		return int64(len(q))*docBytesPerQueryByte + 1024
 	})
 	exec.SetQueryCache(docs)
 	exec.SetParserTokenLimit(lim.Limits.MaxQueryTokens)
 	exec.Use(extension.Introspection{})
-	exec.Use(&queryGuard{limits: &lim.Limits, gate: &lim.g, docs: docs, apq: newByteCache(lim.Limits.APQCacheBytes, func(hash, q string) int64 {
+	exec.Use(&queryGuard{limits: &lim.Limits, gate: &lim.g, docs: docs, apq: bytecache.New(lim.Limits.APQCacheBytes, lim.Limits.APQCacheBytes, func(hash, q string) int64 {
 		return int64(len(hash) + len(q) + 64)
 	})})
 	present := presentError(log)

@@ -1,11 +1,12 @@
 package storage
 
 import (
-	"container/list"
+	"context"
 	"sync"
 	"unsafe"
 
 	"pluginhost/access"
+	"pluginhost/bytecache"
 	"pluginhost/models"
 )
 
@@ -33,66 +34,35 @@ const (
 // contentsCache keeps the latest contents read of the Instances most
 // recently run, within maxKeptContentsBytes. Its zero value is empty.
 type contentsCache struct {
-	mu    sync.Mutex
-	bytes int64
-	order list.List                // of *keptContents, most recently used first
-	byID  map[string]*list.Element // by Instance
+	once sync.Once
+	kept *bytecache.Cache[*Snapshot] // by Instance; shared: never changed once kept
 }
 
-// keptContents is an Instance's contents as read at one storage revision.
-type keptContents struct {
-	snap  *Snapshot // shared: never changed once kept
-	bytes int64
+func (c *contentsCache) cache() *bytecache.Cache[*Snapshot] {
+	c.once.Do(func() {
+		c.kept = bytecache.New(maxKeptContentsBytes, maxKeptInstanceContents, func(_ string, s *Snapshot) int64 { return contentsBytes(s) })
+	})
+	return c.kept
 }
 
 // get returns the contents kept of the target's Instance, if they were read
 // at the Installation, generation and storage revision the gate read.
 func (c *contentsCache) get(t *access.Target) *Snapshot {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.byID[t.Instance.ID]
-	if !ok {
+	s, ok := c.cache().Get(context.Background(), t.Instance.ID)
+	if !ok || s.InstallationID != t.Installation.ID || s.Generation != t.Installation.Generation || s.StorageRevision != t.Instance.StorageRevision {
 		return nil
 	}
-	k := e.Value.(*keptContents)
-	if s := k.snap; s.InstallationID != t.Installation.ID || s.Generation != t.Installation.Generation || s.StorageRevision != t.Instance.StorageRevision {
-		return nil
-	}
-	c.order.MoveToFront(e)
-	return k.snap
+	return s
 }
 
 // keep keeps snap, read at its storage revision, in place of what was kept
 // of its Instance, unless that was read later (a run that read before
-// another may end after it); the least recently used go past the bound.
+// another may end after it).
 func (c *contentsCache) keep(snap *Snapshot) {
-	n := contentsBytes(snap)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.byID[snap.InstanceID]; ok {
-		if kept := e.Value.(*keptContents).snap; kept.InstallationID == snap.InstallationID &&
-			(kept.Generation > snap.Generation || kept.Generation == snap.Generation && kept.StorageRevision > snap.StorageRevision) {
-			return
-		}
-		c.remove(e)
-	}
-	if n > maxKeptInstanceContents {
-		return
-	}
-	if c.byID == nil {
-		c.byID = map[string]*list.Element{}
-	}
-	c.byID[snap.InstanceID] = c.order.PushFront(&keptContents{snap: snap, bytes: n})
-	c.bytes += n
-	for c.bytes > maxKeptContentsBytes {
-		c.remove(c.order.Back())
-	}
-}
-
-func (c *contentsCache) remove(e *list.Element) {
-	k := c.order.Remove(e).(*keptContents)
-	delete(c.byID, k.snap.InstanceID)
-	c.bytes -= k.bytes
+	c.cache().Put(snap.InstanceID, snap, func(kept *Snapshot) bool {
+		return kept.InstallationID == snap.InstallationID &&
+			(kept.Generation > snap.Generation || kept.Generation == snap.Generation && kept.StorageRevision > snap.StorageRevision)
+	})
 }
 
 // contentsBytes is about the memory a snapshot holds: its structures at
