@@ -267,9 +267,8 @@ func (s *Service) SnapshotOf(ctx context.Context, c models.Caller, t *access.Tar
 // snapshot may be shared with other runs: do not change it. It is the
 // Instance at the storage revision the gate read (t) or later.
 func (s *Service) ContentsOf(ctx context.Context, c models.Caller, t *access.Target) (*Snapshot, error) {
-	if err := storageOf(t); err != nil {
-		return nil, err
-	}
+	// Kept contents were read for the same generation's manifest, which
+	// requests storage.
 	if snap := s.contents.get(t); snap != nil {
 		metrics.StorageOperation("snapshot", c.Actor, nil)
 		return snap, nil
@@ -281,20 +280,12 @@ func (s *Service) ContentsOf(ctx context.Context, c models.Caller, t *access.Tar
 	return snap, err
 }
 
-// storageOf refuses a target whose plugin does not request storage.
-func storageOf(t *access.Target) error {
-	if !t.Manifest.HasPermission(models.PermissionStorage) || t.Manifest.EffectiveStorage() == nil {
-		return models.Errorf(models.ErrPermissionDenied, "plugin %s does not request the storage permission", t.Installation.PluginID)
-	}
-	return nil
-}
-
 func (s *Service) snapshotOf(ctx context.Context, c models.Caller, t *access.Target, times bool) (out *Snapshot, opErr error) {
 	defer func() { metrics.StorageOperation("snapshot", c.Actor, opErr) }()
-	if err := storageOf(t); err != nil {
-		return nil, err
-	}
 	st := t.Manifest.EffectiveStorage()
+	if !t.Manifest.HasPermission(models.PermissionStorage) || st == nil {
+		return nil, models.Errorf(models.ErrPermissionDenied, "plugin %s does not request the storage permission", t.Installation.PluginID)
+	}
 	q, err := s.prepare(ctx)
 	if err != nil {
 		return nil, s.internal(err)
