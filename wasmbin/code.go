@@ -8,6 +8,7 @@ type op uint32
 
 const (
 	opUnreachable  op = 0x00
+	opNop          op = 0x01
 	opBlock        op = 0x02
 	opLoop         op = 0x03
 	opIf           op = 0x04
@@ -19,12 +20,14 @@ const (
 	opReturn       op = 0x0f
 	opCall         op = 0x10
 	opCallIndirect op = 0x11
+	opDrop         op = 0x1a
 	opLocalGet     op = 0x20
 	opLocalSet     op = 0x21
 	opLocalTee     op = 0x22
 	opGlobalGet    op = 0x23
 	opGlobalSet    op = 0x24
 	opTableSet     op = 0x26
+	opI32Load      op = 0x28 // the first of the loads and stores
 	opMemorySize   op = 0x3f
 	opMemoryGrow   op = 0x40
 	opI32Const     op = 0x41
@@ -45,6 +48,7 @@ const (
 	opI64Mul       op = 0x7e
 	opI64Shl       op = 0x86
 	opI64ExtendU   op = 0xad
+	opLastNumeric  op = 0xc4 // i64.extend32_s
 	opRefNull      op = 0xd0
 	opRefFunc      op = 0xd2
 )

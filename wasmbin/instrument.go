@@ -101,7 +101,9 @@ func (m *Module) Weight(i int) int64 {
 //     passes stackBudget, and takes it off on every way out (return, its
 //     end, a branch to its end);
 //   - every function entry and loop iteration counts a mutable i32 global,
-//     exported as FuelExport, down by one, and every bulk instruction
+//     exported as FuelExport, down by one (the entry of a function that
+//     starts a loop before it can branch or call is counted by the loop's
+//     first iteration), and every bulk instruction
 //     (memory.init, table.fill, table.copy, table.init, table.grow) by its
 //     length shifted right (YieldInterval), before it runs; memory.fill
 //     and memory.copy become calls of two functions added after the
@@ -332,7 +334,9 @@ func (g guard) body(b Body, weight int32, blockType []byte, scratch uint32) ([]b
 	w.byte(0x40)
 	w.byte(byte(opUnreachable))
 	w.byte(byte(opEnd))
-	g.countFuel(w)
+	if !entersLoop(b) {
+		g.countFuel(w)
+	}
 	// The original code, in a block.
 	w.byte(byte(opBlock))
 	w.raw(blockType)
@@ -366,6 +370,32 @@ func (g guard) body(b Body, weight int32, blockType []byte, scratch uint32) ([]b
 		return nil
 	})
 	return w.b, err
+}
+
+// entersLoop reports whether every run of the body reaches the start of a
+// loop before anything that branches, calls or returns: then the loop's
+// first iteration counts the call's fuel, and the entry need not count it
+// again. A function compiled by Go starts so (a block, then the loop that
+// dispatches to its resumption points), and is called several times more
+// often than its loops iterate.
+func entersLoop(b Body) bool {
+	r := &reader{b: b.Code, off: b.off}
+	for !r.done() {
+		in := readInstr(r)
+		switch {
+		case r.err != nil:
+			return false
+		case in.op == opLoop:
+			return true
+		case in.op == opBlock, in.op == opNop, in.op == opDrop,
+			in.op >= opLocalGet && in.op <= opGlobalSet,
+			in.op >= opI32Load && in.op <= opMemorySize,   // loads, stores
+			in.op >= opI32Const && in.op <= opLastNumeric: // constants, numeric instructions
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // chargeLength writes, before a bulk instruction whose length is the i32
