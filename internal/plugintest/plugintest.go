@@ -6,10 +6,14 @@ package plugintest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"pluginhost/bundle"
@@ -67,8 +71,15 @@ func Package(t testing.TB, dir string) (map[string]any, map[string][]byte) {
 	return m, files
 }
 
+// buildPrefix begins the name of the folder each test binary builds the
+// examples in, followed by its process id and a dash: a test binary has no
+// hook to remove it when it ends, so each build removes those of the test
+// binaries that have ended.
+const buildPrefix = "pluginhost-example-"
+
 func build(src string) (string, error) {
-	tmp, err := os.MkdirTemp("", "pluginhost-example-")
+	removeEnded(os.TempDir())
+	tmp, err := os.MkdirTemp("", buildPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return "", err
 	}
@@ -84,4 +95,30 @@ func build(src string) (string, error) {
 	defer engine.Close(ctx)
 	_, err = pluginbuild.Build(ctx, dir, engine, io.Discard)
 	return dir, err
+}
+
+// removeEnded removes the build folders in dir of the processes that are no
+// longer running.
+func removeEnded(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), buildPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pid, _, _ := strings.Cut(rest, "-")
+		if n, err := strconv.Atoi(pid); err == nil && ended(n) {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// ended reports whether no process of that id is running.
+func ended(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return true
+	}
+	defer p.Release()
+	return errors.Is(p.Signal(syscall.Signal(0)), os.ErrProcessDone)
 }
