@@ -15,8 +15,10 @@ const (
 	YieldModule = "pluginhost"
 	YieldName   = "yield"
 	// FuelExport is the i32 global counted down at every loop iteration and
-	// call; the module calls yield when it reaches zero. The host sets it to
-	// YieldInterval before each run and in yield.
+	// call; the module calls yield when it reaches zero, then sets it back
+	// to YieldInterval, its initial value. An instance kept between runs
+	// keeps it: the first yield of a run comes within YieldInterval units,
+	// whatever the run before spent.
 	FuelExport = "pluginhost.fuel"
 	// StackExport is the i32 global that holds the stack weight of the
 	// frames under way; a run that trapped with it above the budget ran out
