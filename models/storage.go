@@ -52,10 +52,41 @@ func (it StorageItem) Wire() ItemJSON {
 }
 
 // FormatTime formats t in UTC with TimeLayout.
-func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+func FormatTime(t time.Time) string { return string(AppendTime(make([]byte, 0, len(TimeLayout)), t)) }
 
-// AppendTime appends t as FormatTime writes it.
-func AppendTime(b []byte, t time.Time) []byte { return t.UTC().AppendFormat(b, TimeLayout) }
+// AppendTime appends t as FormatTime writes it. Every item a storage
+// operation answers carries two times, so the layout is written digit by
+// digit rather than interpreted: in less than half the time.
+func AppendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, TimeLayout)
+	}
+	hour, minute, second := t.Clock()
+	b = appendDigits(b, year, 4)
+	b = appendDigits(append(b, '-'), int(month), 2)
+	b = appendDigits(append(b, '-'), day, 2)
+	b = appendDigits(append(b, 'T'), hour, 2)
+	b = appendDigits(append(b, ':'), minute, 2)
+	b = appendDigits(append(b, ':'), second, 2)
+	b = appendDigits(append(b, '.'), t.Nanosecond()/1000, 6)
+	return append(b, "+00:00"...)
+}
+
+// appendDigits appends the n lowest decimal digits of v, which is not
+// negative.
+func appendDigits(b []byte, v, n int) []byte {
+	start := len(b)
+	for range n {
+		b = append(b, '0')
+	}
+	for i := len(b) - 1; i >= start; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return b
+}
 
 // ItemData is ExtensionResult.data of a single-item tool.
 type ItemData struct {
