@@ -377,9 +377,8 @@ func (g guard) body(b Body, weight int32, blockType []byte, scratch uint32) ([]b
 // entersLoop reports whether every run of the body reaches the start of a
 // loop before anything that branches, calls or returns: then the loop's
 // first iteration counts the call's fuel, and the entry need not count it
-// again. A function compiled by Go starts so (a block, then the loop that
-// dispatches to its resumption points), and is called several times more
-// often than its loops iterate.
+// again. Every function Go compiles starts so: a block, then the loop that
+// dispatches to its resumption points.
 func entersLoop(b Body) bool {
 	r := &reader{b: b.Code, off: b.off}
 	for !r.done() {
