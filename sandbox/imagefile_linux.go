@@ -93,29 +93,39 @@ func openPagemap() *os.File {
 // that are the instance's own copies (written since the mapping, or swapped
 // out), where they differ from img. It reports false when it cannot tell
 // which pages those are, or when more than half of them are: mapping the
-// file again costs less then.
-func (f *imageFile) restoreOwnPages(mem, img []byte) bool {
+// file again costs less then. It reads the pages' entries into *entries,
+// grown when short.
+func (f *imageFile) restoreOwnPages(mem, img []byte, entries *[]byte) bool {
 	pm := openPagemap()
 	if pm == nil || len(mem) != f.size || len(img) != f.size {
 		return false
 	}
 	pages := f.size / pageBytes
-	entries := make([]byte, 8*pages)
+	if cap(*entries) < 8*pages {
+		*entries = make([]byte, 8*pages)
+	}
+	e := (*entries)[:8*pages]
 	first := int64(uintptr(unsafe.Pointer(unsafe.SliceData(mem))) / uintptr(pageBytes))
-	if n, err := pm.ReadAt(entries, first*8); err != nil || n != len(entries) {
+	if n, err := pm.ReadAt(e, first*8); err != nil || n != len(e) {
 		return false
 	}
-	own := make([]int, 0, 64)
+	own := func(i int) bool {
+		v := binary.NativeEndian.Uint64(e[8*i:])
+		return v&pageSwapped != 0 || (v&pagePresent != 0 && v&pageFile == 0)
+	}
+	n := 0
 	for i := range pages {
-		e := binary.NativeEndian.Uint64(entries[8*i:])
-		if e&pageSwapped != 0 || (e&pagePresent != 0 && e&pageFile == 0) {
-			own = append(own, i)
+		if own(i) {
+			n++
 		}
 	}
-	if len(own) > pages/2 {
+	if n > pages/2 {
 		return false
 	}
-	for _, i := range own {
+	for i := range pages {
+		if !own(i) {
+			continue
+		}
 		off := i * pageBytes
 		page := mem[off : off+pageBytes]
 		if !bytes.Equal(page, img[off:off+pageBytes]) {

@@ -14,7 +14,8 @@ import (
 // An instance that maps its image's file is restored by looking only at the
 // pages it wrote: whatever a run writes, and wherever, the memory is the
 // image again afterwards; when it wrote more than half of the pages, restore
-// says so and the file is mapped again.
+// says so and the file is mapped again. One buffer of the pages' entries
+// serves every restore.
 func TestImageFileRestoresWrittenPages(t *testing.T) {
 	const pages = 64
 	img := make([]byte, pages*pageBytes)
@@ -46,9 +47,10 @@ func TestImageFileRestoresWrittenPages(t *testing.T) {
 		{"pages written by an earlier run, written again", func(m []byte) { m[3*pageBytes]++; m[11*pageBytes+1]++ }, true},
 		{"more than half of the pages", func(m []byte) { clear(m[:pages/2*pageBytes+1]) }, false},
 	}
+	entries := make([]byte, 8) // too short: grown, then kept from case to case
 	for _, tt := range tests {
 		tt.write(mem)
-		ok := f.restoreOwnPages(mem, img)
+		ok := f.restoreOwnPages(mem, img, &entries)
 		if ok != tt.ok {
 			t.Fatalf("%s: restoreOwnPages = %v, want %v", tt.name, ok, tt.ok)
 		}
@@ -59,7 +61,7 @@ func TestImageFileRestoresWrittenPages(t *testing.T) {
 			t.Fatalf("%s: the memory is not the image after restore", tt.name)
 		}
 	}
-	if f.restoreOwnPages(mem[:len(mem)-pageBytes], img[:len(img)-pageBytes]) || f.mapOnto(mem[1:]) {
+	if f.restoreOwnPages(mem[:len(mem)-pageBytes], img[:len(img)-pageBytes], &entries) || f.mapOnto(mem[1:]) {
 		t.Error("a memory of another size than the image's, or not at a page, was taken")
 	}
 }

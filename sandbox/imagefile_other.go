@@ -12,7 +12,7 @@ func (f *imageFile) close() {}
 
 func (f *imageFile) mapOnto([]byte) bool { return false }
 
-func (f *imageFile) restoreOwnPages(mem, img []byte) bool { return false }
+func (f *imageFile) restoreOwnPages(mem, img []byte, entries *[]byte) bool { return false }
 
 // RestoreMode says how kept reactor instances are restored between runs on
 // this system: "written pages" (only the pages a run wrote are compared

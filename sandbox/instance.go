@@ -35,6 +35,9 @@ type instance struct {
 	// mapped: the start of the memory maps the image's file (imageFile),
 	// so that restore compares only the pages the instance wrote.
 	mapped bool
+	// entries holds the pagemap entries restore reads, kept from one
+	// restore to the next.
+	entries []byte
 }
 
 // stdio is an instance's standard streams and the context of the run
@@ -267,7 +270,7 @@ func (in *instance) restore(img *image) bool {
 		}
 		mem := in.mem.bytes()
 		switch {
-		case in.mapped && img.file.restoreOwnPages(mem, img.memory):
+		case in.mapped && img.file.restoreOwnPages(mem, img.memory, &in.entries):
 		case img.file != nil && img.file.mapOnto(mem):
 			in.mapped = true
 		default:
