@@ -137,20 +137,32 @@ func (c *Checker) Check(path string, v any, s *Schema) {
 		if s.MinProps != nil && n < *s.MinProps || s.MaxProps != nil && n > *s.MaxProps {
 			c.errorf(path, CodeRange, "%s has %d members; %s allows %s", Subject(path), n, what, boundsText(s.MinProps, s.MaxProps, "members"))
 		}
-		for k, e := range m.All() {
-			sub, ok := s.Props[k]
-			if !ok && s.Additional != nil && !*s.Additional {
-				members := "none"
-				if len(s.Props) > 0 {
-					members = strings.Join(s.PropNames(), ", ")
-				}
-				c.errorf(c.key(path, k), CodeUnknownField, "%q is not a member %s allows (members: %s)", k, what, members)
-				c.Check(c.key(path, k), e, nil)
-				continue
+		if o, ok := m.(*ordered); ok { // what Decode gives, read without an iterator
+			for i, k := range o.keys {
+				c.member(path, k, o.vals[i], s)
 			}
-			c.Check(c.key(path, k), e, sub)
+			return
+		}
+		for k, e := range m.All() {
+			c.member(path, k, e, s)
 		}
 	}
+}
+
+// member checks the member k, of value e, of the object at path against the
+// object's schema s.
+func (c *Checker) member(path, k string, e any, s *Schema) {
+	sub, ok := s.Props[k]
+	if !ok && s.Additional != nil && !*s.Additional {
+		members := "none"
+		if len(s.Props) > 0 {
+			members = strings.Join(s.PropNames(), ", ")
+		}
+		c.errorf(c.key(path, k), CodeUnknownField, "%q is not a member %s allows (members: %s)", k, c.What, members)
+		c.Check(c.key(path, k), e, nil)
+		return
+	}
+	c.Check(c.key(path, k), e, sub)
 }
 
 func (c *Checker) numberBounds(path string, f float64, s *Schema) {

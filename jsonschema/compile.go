@@ -86,6 +86,13 @@ func compile(raw json.RawMessage, root Root) (*Schema, error) {
 // problems, each at the JSON Pointer of the value that breaks the rule. what
 // names the schema in messages.
 func (s *Schema) Validate(v any, what string) []models.Problem {
+	// Most values are valid: a quiet check, which builds no pointers and no
+	// messages, tells; only a value with problems is checked again for them.
+	bad := false
+	quiet := Checker{Quiet: true, Report: func(string, string, string) { bad = true }}
+	if quiet.Check("", v, s); !bad {
+		return nil
+	}
 	var probs []models.Problem
 	c := Checker{What: what, Report: func(path, code, msg string) {
 		probs = append(probs, models.Problem{Path: path, Code: code, Message: msg})
