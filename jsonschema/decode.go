@@ -15,7 +15,7 @@ import (
 // (and a string with escapes, whose value encoding/json gives) is read
 // by encoding/json's tokens, whose error is returned.
 func Decode(data []byte) (any, error) {
-	p := parser{b: data}
+	p := newParser(data)
 	if v, ok := p.value(0); ok && p.end() {
 		return v, nil
 	}
@@ -30,8 +30,11 @@ const maxDecodeDepth = 128
 // maxDecodeDepth; decodeTokens then says what.
 type parser struct {
 	b []byte
+	s string // b as a string, made once: strings and numbers are cut from it
 	i int
 }
+
+func newParser(data []byte) *parser { return &parser{b: data, s: string(data)} }
 
 func (p *parser) space() {
 	for p.i < len(p.b) {
@@ -61,7 +64,8 @@ func (p *parser) value(depth int) (any, bool) {
 	case c == '[':
 		return p.array(depth)
 	case c == '"':
-		return p.string()
+		s, ok := p.string()
+		return s, ok
 	case c == '-' || '0' <= c && c <= '9':
 		return p.number()
 	case c == 't':
@@ -99,7 +103,7 @@ func (p *parser) object(depth int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		if _, dup := o.Get(k.(string)); dup {
+		if _, dup := o.Get(k); dup {
 			return nil, false
 		}
 		p.space()
@@ -111,7 +115,7 @@ func (p *parser) object(depth int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		o.add(k.(string), v)
+		o.add(k, v)
 		if more, ok := p.next('}'); !more {
 			return o, ok
 		}
@@ -158,7 +162,7 @@ func (p *parser) next(closing byte) (more, ok bool) {
 
 // string reads a string of valid UTF-8 without escapes or control
 // characters; a string with escapes is decoded by encoding/json.
-func (p *parser) string() (any, bool) {
+func (p *parser) string() (string, bool) {
 	start := p.i
 	p.i++ // "
 	plain := true
@@ -168,23 +172,23 @@ func (p *parser) string() (any, bool) {
 			p.i++
 			raw := p.b[start:p.i]
 			if plain && utf8.Valid(raw) {
-				return string(raw[1 : len(raw)-1]), true
+				return p.s[start+1 : p.i-1], true
 			}
 			var s string
 			if json.Unmarshal(raw, &s) != nil {
-				return nil, false
+				return "", false
 			}
 			return s, true
 		case c == '\\':
 			plain = false
 			p.i += 2
 		case c < 0x20:
-			return nil, false
+			return "", false
 		default:
 			p.i++
 		}
 	}
-	return nil, false
+	return "", false
 }
 
 // number reads a number as JSON writes it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
@@ -214,7 +218,7 @@ func (p *parser) number() (any, bool) {
 			return nil, false
 		}
 	}
-	return json.Number(p.b[start:p.i]), true
+	return json.Number(p.s[start:p.i]), true
 }
 
 // digits reads one digit or more.

@@ -56,7 +56,7 @@ var decodeCases = []struct {
 
 func TestDecodeIsTokens(t *testing.T) {
 	for _, tt := range decodeCases {
-		p := parser{b: []byte(tt.text)}
+		p := newParser([]byte(tt.text))
 		_, ok := p.value(0)
 		if fast := ok && p.end(); fast != tt.fast {
 			t.Errorf("%.40q: read in one pass %v, want %v", tt.text, fast, tt.fast)
