@@ -31,19 +31,25 @@ func (e *Error) Error() string {
 // the subset come back as an *Error. Compiled schemas are kept, bounded, as
 // the same schemas are read again for every run and every check.
 func Compile(raw json.RawMessage, root Root) (*Schema, error) {
-	k := cacheKey{string(raw), root}
 	cache.Lock()
-	e, ok := cache.m[k]
+	e, ok := cache.m[root][string(raw)] // looked up without a copy of raw
 	cache.Unlock()
 	if ok {
 		return e.s, e.err
 	}
 	s, err := compile(raw, root)
 	cache.Lock()
-	if len(cache.m) >= maxCached {
+	if cache.n >= maxCached {
 		clear(cache.m)
+		cache.n = 0
 	}
-	cache.m[k] = cacheEntry{s, err}
+	if cache.m[root] == nil {
+		cache.m[root] = map[string]cacheEntry{}
+	}
+	if _, ok := cache.m[root][string(raw)]; !ok {
+		cache.n++
+	}
+	cache.m[root][string(raw)] = cacheEntry{s, err}
 	cache.Unlock()
 	return s, err
 }
@@ -52,20 +58,17 @@ func Compile(raw json.RawMessage, root Root) (*Schema, error) {
 // subschemas.
 const maxCached = 512
 
-type cacheKey struct {
-	raw  string
-	root Root
-}
-
 type cacheEntry struct {
 	s   *Schema
 	err error
 }
 
+// cache keeps compiled schemas by root and text; n counts them.
 var cache = struct {
 	sync.Mutex
-	m map[cacheKey]cacheEntry
-}{m: map[cacheKey]cacheEntry{}}
+	m map[Root]map[string]cacheEntry
+	n int
+}{m: map[Root]map[string]cacheEntry{}}
 
 func compile(raw json.RawMessage, root Root) (*Schema, error) {
 	v, err := Decode(raw)

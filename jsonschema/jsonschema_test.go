@@ -1,6 +1,7 @@
 package jsonschema
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -164,5 +165,40 @@ func TestDecode(t *testing.T) {
 	}
 	if m := v.(Members); m.Len() != 2 || Text(v) != "object" || TypeOf(v) != Object {
 		t.Errorf("decoded %v", v)
+	}
+}
+
+// Compiled schemas are kept by their text and root, within maxCached: the
+// same text compiles to the same schema, the same text under another root
+// is compiled for that root, and many texts do not grow the cache past its
+// bound.
+func TestCompileKeeps(t *testing.T) {
+	text := []byte(`{"type": "string"}`)
+	a, err := Compile(text, AnyRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := Compile(bytes.Clone(text), AnyRoot); b != a {
+		t.Error("the same text compiled again gave another schema")
+	}
+	if _, err := Compile(text, ObjectRoot); err == nil {
+		t.Error("a string schema was taken as an object root: the root's verdict was kept for another root")
+	}
+	if _, err := Compile(text, AnyRoot); err != nil {
+		t.Errorf("the object root's refusal was kept for any root: %v", err)
+	}
+	for i := range 2*maxCached + 3 {
+		if _, err := Compile(fmt.Appendf(nil, `{"type": "object", "maxProperties": %d}`, i), ObjectRoot); err != nil {
+			t.Fatal(err)
+		}
+		cache.Lock()
+		n, kept := cache.n, 0
+		for _, m := range cache.m {
+			kept += len(m)
+		}
+		cache.Unlock()
+		if n != kept || n > maxCached {
+			t.Fatalf("after %d schemas the cache counts %d and keeps %d (bound %d)", i+1, n, kept, maxCached)
+		}
 	}
 }
