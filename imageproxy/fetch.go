@@ -291,14 +291,16 @@ func parseTarget(raw string) (*target, *Rejection) {
 	return &target{url: t.URL, host: t.Host, ip: t.IP}, nil
 }
 
-// failure gives the error Fetch returns for err: a *Rejection (with the
-// host), or, when the caller's context ended, that context's error.
+// failure gives the error Fetch returns for err: when the caller's context
+// was canceled, that context's error, whatever came of the fetch (the
+// answer can arrive as the caller leaves; nobody reads a rejection then);
+// otherwise a *Rejection (with the host).
 func (t *target) failure(parent context.Context, err error) error {
 	var rej *Rejection
 	switch {
-	case errors.As(err, &rej):
 	case errors.Is(parent.Err(), context.Canceled):
 		return fmt.Errorf("imageproxy: fetch from %s: %w", t.host, parent.Err())
+	case errors.As(err, &rej):
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		rej = reject(ReasonTimeout, "%v", unwrapURLError(err))
 	default:
