@@ -39,15 +39,11 @@ func Compile(raw json.RawMessage, root Root) (*Schema, error) {
 	}
 	s, err := compile(raw, root)
 	cache.Lock()
-	if cache.n >= maxCached {
+	if cacheSize() >= maxCached {
 		clear(cache.m)
-		cache.n = 0
 	}
 	if cache.m[root] == nil {
 		cache.m[root] = map[string]cacheEntry{}
-	}
-	if _, ok := cache.m[root][string(raw)]; !ok {
-		cache.n++
 	}
 	cache.m[root][string(raw)] = cacheEntry{s, err}
 	cache.Unlock()
@@ -63,12 +59,20 @@ type cacheEntry struct {
 	err error
 }
 
-// cache keeps compiled schemas by root and text; n counts them.
+// cache keeps compiled schemas by root and text.
 var cache = struct {
 	sync.Mutex
 	m map[Root]map[string]cacheEntry
-	n int
 }{m: map[Root]map[string]cacheEntry{}}
+
+// cacheSize is the number of schemas cache keeps; cache must be locked.
+func cacheSize() int {
+	n := 0
+	for _, byText := range cache.m {
+		n += len(byText)
+	}
+	return n
+}
 
 func compile(raw json.RawMessage, root Root) (*Schema, error) {
 	v, err := Decode(raw)
