@@ -161,3 +161,30 @@ func BenchmarkBulkOverrun(b *testing.B) {
 	b.ReportMetric(float64(slices.Max(overruns).Microseconds())/1000, "overrun-max-ms")
 	b.ReportMetric(float64(after.Microseconds())/1000/float64(b.N*len(kinds)), "cpu-ms-in-200ms-after")
 }
+
+// BenchmarkReactorAlloc: runs of a Go-built reactor that allocate 256 KiB
+// (within the free heap the kit leaves at initialization: the instance is
+// restored and kept) and 4 MiB (past it: the run grows the memory, and the
+// instance is replaced by a new one after the run answers).
+func BenchmarkReactorAlloc(b *testing.B) {
+	for _, kib := range []int{256, 4096} {
+		b.Run(fmt.Sprintf("%dKiB", kib), func(b *testing.B) {
+			e := newEngine(b, Limits{})
+			m := compileBytes(b, e, wasmtest.Reactor(b, reactors, "alloc"))
+			j := job(m, models.Capability{}, fmt.Sprintf(`{"kib":%d}`, kib))
+			e.Run(context.Background(), j) // initialize
+			ds := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			cpu := wasmtest.CPUTime()
+			for range b.N {
+				begun := time.Now()
+				if _, _, err := e.Run(context.Background(), j); err != nil {
+					b.Fatal(err)
+				}
+				ds = append(ds, time.Since(begun))
+			}
+			wasmtest.ReportCPU(b, cpu)
+			wasmtest.ReportPercentiles(b, ds)
+		})
+	}
+}

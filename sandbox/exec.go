@@ -208,6 +208,10 @@ func (e *Engine) keepLocked(in *instance) []*instance {
 // closing the oldest idle instances beyond Limits.ReadyBytes. A run of the
 // module that comes meanwhile waits for it (instanceFor) rather than making
 // another: a restore takes a fraction of a millisecond, an instance more.
+// An instance whose run grew its memory cannot be restored (a memory never
+// shrinks): it is closed, and a new instance in the image's state made in
+// its place, so that the next run does not wait for one (several
+// milliseconds for a module of Go).
 func (e *Engine) restoreLater(in *instance) {
 	m := in.m
 	e.mu.Lock()
@@ -222,11 +226,17 @@ func (e *Engine) restoreLater(in *instance) {
 	go func() {
 		defer e.work.Done()
 		defer e.Release(m)
-		ok := in.restore(m.image)
-		victims := []*instance{in}
+		if in.grew(m.image) {
+			in.close()
+			in = e.replacement(m)
+		} else if !in.restore(m.image) {
+			in.close()
+			in = nil
+		}
+		var victims []*instance
 		e.mu.Lock()
 		m.restoring--
-		if ok {
+		if in != nil {
 			victims = e.keepLocked(in)
 		}
 		e.restored.Broadcast()
@@ -235,6 +245,21 @@ func (e *Engine) restoreLater(in *instance) {
 			v.close()
 		}
 	}()
+}
+
+// replacement makes a new instance of a reactor in its image's state, for
+// one whose run grew its memory; nil when it cannot (the engine is
+// closing, or the memory of all runs is short).
+func (e *Engine) replacement(m *Module) *instance {
+	in, err := e.newInstance(e.life, m)
+	if err != nil {
+		return nil
+	}
+	if !in.restore(m.image) {
+		in.close()
+		return nil
+	}
+	return in
 }
 
 // begin counts work on the engine's runtimes that Close must wait for,

@@ -247,6 +247,16 @@ func (in *instance) takeImage() *image {
 	return img
 }
 
+// grew reports whether the instance's memory is larger than the image's:
+// its run grew it, and no restore can bring it back.
+func (in *instance) grew(img *image) bool {
+	if in.mem == nil || in.mod.IsClosed() {
+		return false
+	}
+	mem := in.mod.Memory()
+	return mem != nil && uint64(mem.Size()) > uint64(len(img.memory))
+}
+
 // restore writes the image back into the instance: its memory and globals
 // as they were after initialization, and an empty stack. It reports false
 // when the instance cannot hold the image (its memory grew, or is smaller:

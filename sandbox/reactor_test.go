@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -204,5 +205,50 @@ func TestSequentialRunsShareOneInstance(t *testing.T) {
 	e.mu.Unlock()
 	if idle != 1 {
 		t.Errorf("50 runs one after another left %d instances, want 1", idle)
+	}
+}
+
+// A run of a Go reactor that allocates within the heap's free room the kit
+// leaves at initialization keeps its instance for the next run. One that
+// allocates past it grows the memory, which no restore can undo: its
+// instance is replaced, after the run answered, by a new one in the image's
+// state, so that the next run finds one ready. Either way every run starts
+// afresh.
+func TestRunsThatAllocate(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		kib  int
+		kept bool
+	}{
+		{"within the kit's room", 768, true},
+		{"past it", 4096, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEngine(t, Limits{})
+			m := compileBytes(t, e, wasmtest.Reactor(t, reactors, "alloc"))
+			var last *instance
+			for i := range 3 {
+				res, _, err := e.Run(context.Background(), job(m, models.Capability{}, fmt.Sprintf(`{"kib":%d}`, tt.kib)))
+				if err != nil {
+					t.Fatalf("run %d: %v", i, err)
+				}
+				var got struct{ KiB, Runs int }
+				json.Unmarshal(res.Data, &got)
+				if got.KiB != tt.kib || got.Runs != 1 {
+					t.Fatalf("run %d allocated %d KiB and saw %d runs, want %d and 1", i, got.KiB, got.Runs, tt.kib)
+				}
+				e.work.Wait()
+				e.mu.Lock()
+				idle := slices.Clone(e.idle.items)
+				e.mu.Unlock()
+				if len(idle) != 1 {
+					t.Fatalf("after run %d, %d instances are ready, want 1", i, len(idle))
+				}
+				if i > 0 && (idle[0] == last) != tt.kept {
+					t.Errorf("after run %d, the instance was kept: %v, want %v", i, idle[0] == last, tt.kept)
+				}
+				last = idle[0]
+			}
+		})
 	}
 }
