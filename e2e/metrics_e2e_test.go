@@ -55,6 +55,7 @@ func TestOperatorMetrics(t *testing.T) {
 		`pluginhost_image_proxy_requests_total{outcome="ok"}`,
 		`pluginhost_capability_runs_total{kind="tool",outcome="ok"}`,
 		`pluginhost_capability_memory_bytes`,
+		`pluginhost_capability_instances_replaced_total`,
 	} {
 		if v, ok := fresh[series]; !ok || v != 0 {
 			t.Errorf("a fresh server's %s = %v (present %v), want 0", series, v, ok)

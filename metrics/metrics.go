@@ -312,6 +312,9 @@ type Sources struct {
 	// runs; CompiledModules the modules compiled and kept.
 	RunMemory       func() int64
 	CompiledModules func() int
+	// InstancesReplaced returns how many kept instances of reactor modules
+	// were replaced because a run grew their memory.
+	InstancesReplaced func() int64
 	// Version and Revision identify the build.
 	Version, Revision string
 }
@@ -349,6 +352,12 @@ func Register(reg prometheus.Registerer, src Sources) error {
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "pluginhost_capability_modules_compiled", Help: "Capability modules compiled and kept in memory.",
 		}, func() float64 { return float64(src.CompiledModules()) }))
+	}
+	if src.InstancesReplaced != nil {
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "pluginhost_capability_instances_replaced_total",
+			Help: "Kept instances of reactor modules replaced by new ones because a run grew their memory, which no restore undoes; a module whose runs often do pays for a new instance each time.",
+		}, func() float64 { return float64(src.InstancesReplaced()) }))
 	}
 	seen := map[*sql.DB]bool{}
 	for _, name := range []string{"write", "read"} {

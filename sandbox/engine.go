@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -56,6 +57,8 @@ type Engine struct {
 	idle     idleList                    // initialized instances of reactors, kept between runs
 	restored sync.Cond                   // on mu: broadcast when a restore (restoreLater) ends
 	closed   bool
+
+	replaced atomic.Int64 // kept instances replaced because a run grew their memory
 
 	// work is what runs on the engine's runtimes: runs, restores of
 	// instances (restoreLater), first instances (prepare) and
@@ -260,6 +263,9 @@ type Stats struct {
 	Compiling int
 	// Ready is the number of initialized instances kept for runs.
 	Ready int
+	// Replaced counts the kept instances replaced by new ones because a
+	// run grew their memory, since the engine started.
+	Replaced int64
 	// MemoryInUse is MemoryInUse.
 	MemoryInUse int64
 }
@@ -268,7 +274,8 @@ type Stats struct {
 func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return Stats{Compiled: len(e.compiled), CodeBytes: e.codeSize, Compiling: len(e.pending), Ready: len(e.idle.items), MemoryInUse: e.budget.Used()}
+	return Stats{Compiled: len(e.compiled), CodeBytes: e.codeSize, Compiling: len(e.pending), Ready: len(e.idle.items), MemoryInUse: e.budget.Used(),
+		Replaced: e.replaced.Load()}
 }
 
 // Close releases the engine and its compiled modules. Compilations, runs

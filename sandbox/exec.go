@@ -227,6 +227,7 @@ func (e *Engine) restoreLater(in *instance) {
 		defer e.work.Done()
 		defer e.Release(m)
 		if in.grew(m.image) {
+			e.replaced.Add(1)
 			in.close()
 			in = e.replacement(m)
 		} else if !in.restore(m.image) {

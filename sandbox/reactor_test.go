@@ -216,12 +216,13 @@ func TestSequentialRunsShareOneInstance(t *testing.T) {
 // afresh.
 func TestRunsThatAllocate(t *testing.T) {
 	for _, tt := range []struct {
-		name string
-		kib  int
-		kept bool
+		name     string
+		kib      int
+		kept     bool
+		replaced int64 // instances replaced in the three runs
 	}{
-		{"within the kit's room", 768, true},
-		{"past it", 4096, false},
+		{"within the kit's room", 768, true, 0},
+		{"past it", 4096, false, 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEngine(t, Limits{})
@@ -248,6 +249,9 @@ func TestRunsThatAllocate(t *testing.T) {
 					t.Errorf("after run %d, the instance was kept: %v, want %v", i, idle[0] == last, tt.kept)
 				}
 				last = idle[0]
+			}
+			if got := e.Stats().Replaced; got != tt.replaced {
+				t.Errorf("%d instances replaced, want %d", got, tt.replaced)
 			}
 		})
 	}

@@ -300,8 +300,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	err = metrics.Register(m.Registry, metrics.Sources{
 		WebsocketConnections: s.GraphQL.Sockets.Connections, Subscriptions: s.Hub.Open,
 		RunMemory: s.Engine.MemoryInUse, CompiledModules: func() int { return s.Engine.Stats().Compiled },
-		DBPools: map[string]*sql.DB{"write": writePool, "read": readPool},
-		Version: models.HostVersion, Revision: cfg.Revision,
+		InstancesReplaced: func() int64 { return s.Engine.Stats().Replaced },
+		DBPools:           map[string]*sql.DB{"write": writePool, "read": readPool},
+		Version:           models.HostVersion, Revision: cfg.Revision,
 	})
 	if err != nil {
 		return nil, err
