@@ -2,9 +2,7 @@ package capability_test
 
 import (
 	"context"
-	"sort"
 	"testing"
-	"time"
 
 	"pluginhost/capability"
 	"pluginhost/internal/testenv"
@@ -25,19 +23,8 @@ func BenchmarkHostPathEcho(b *testing.B) {
 	if _, err := h.runs.Run(context.Background(), call); err != nil { // compile
 		b.Fatal(err)
 	}
-	ds := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	cpu := wasmtest.CPUTime()
-	for range b.N {
-		begun := time.Now()
-		if _, err := h.runs.Run(context.Background(), call); err != nil {
-			b.Fatal(err)
-		}
-		ds = append(ds, time.Since(begun))
-	}
-	wasmtest.ReportCPU(b, cpu)
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	at := func(p float64) float64 { return float64(ds[int(p*float64(len(ds)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(at(0.5), "p50-ms")
-	b.ReportMetric(at(0.99), "p99-ms")
+	wasmtest.BenchCalls(b, func() error {
+		_, err := h.runs.Run(context.Background(), call)
+		return err
+	})
 }

@@ -21,18 +21,10 @@ func BenchmarkEchoModuleOnly(b *testing.B) {
 	e := newEngine(b, Limits{})
 	m := compile(b, e, "echo")
 	stdin := []byte(`{"capability":"bench.echo","kind":"tool","trigger":"invoke","arguments":{"a":1},"query":null,"instance":{"id":"i","installation_id":"n","generation":1}}`)
-	ds := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	cpu := wasmtest.CPUTime()
-	for range b.N {
-		begun := time.Now()
-		if _, err := e.exec(context.Background(), m, "u", "i", false, time.Time{}, stdin); err != nil {
-			b.Fatal(err)
-		}
-		ds = append(ds, time.Since(begun))
-	}
-	wasmtest.ReportCPU(b, cpu)
-	wasmtest.ReportPercentiles(b, ds)
+	wasmtest.BenchCalls(b, func() error {
+		_, err := e.exec(context.Background(), m, "u", "i", false, time.Time{}, stdin)
+		return err
+	})
 }
 
 // BenchmarkReactorEcho: a run of a Go-built reactor that echoes its
@@ -43,18 +35,10 @@ func BenchmarkReactorEcho(b *testing.B) {
 	m := compileBytes(b, e, wasmtest.Reactor(b, reactors, "echo"))
 	j := job(m, models.Capability{}, `{"a":1}`)
 	e.Run(context.Background(), j) // initialize
-	ds := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	cpu := wasmtest.CPUTime()
-	for range b.N {
-		begun := time.Now()
-		if _, _, err := e.Run(context.Background(), j); err != nil {
-			b.Fatal(err)
-		}
-		ds = append(ds, time.Since(begun))
-	}
-	wasmtest.ReportCPU(b, cpu)
-	wasmtest.ReportPercentiles(b, ds)
+	wasmtest.BenchCalls(b, func() error {
+		_, _, err := e.Run(context.Background(), j)
+		return err
+	})
 }
 
 // BenchmarkHostileSet16 runs each hostile module 16 times at once (16
@@ -173,18 +157,10 @@ func BenchmarkReactorAlloc(b *testing.B) {
 			m := compileBytes(b, e, wasmtest.Reactor(b, reactors, "alloc"))
 			j := job(m, models.Capability{}, fmt.Sprintf(`{"kib":%d}`, kib))
 			e.Run(context.Background(), j) // initialize
-			ds := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			cpu := wasmtest.CPUTime()
-			for range b.N {
-				begun := time.Now()
-				if _, _, err := e.Run(context.Background(), j); err != nil {
-					b.Fatal(err)
-				}
-				ds = append(ds, time.Since(begun))
-			}
-			wasmtest.ReportCPU(b, cpu)
-			wasmtest.ReportPercentiles(b, ds)
+			wasmtest.BenchCalls(b, func() error {
+				_, _, err := e.Run(context.Background(), j)
+				return err
+			})
 		})
 	}
 }

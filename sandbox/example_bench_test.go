@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"pluginhost/internal/plugintest"
 	"pluginhost/internal/wasmtest"
@@ -59,18 +58,10 @@ func summaryJob(t testing.TB, e *sandbox.Engine) sandbox.Job {
 func BenchmarkRunWarm(b *testing.B) {
 	e := newEngine(b, sandbox.Limits{})
 	job := summaryJob(b, e)
-	ds := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	cpu := wasmtest.CPUTime()
-	for range b.N {
-		begun := time.Now()
-		if _, _, err := e.Run(context.Background(), job); err != nil {
-			b.Fatal(err)
-		}
-		ds = append(ds, time.Since(begun))
-	}
-	wasmtest.ReportCPU(b, cpu)
-	wasmtest.ReportPercentiles(b, ds)
+	wasmtest.BenchCalls(b, func() error {
+		_, _, err := e.Run(context.Background(), job)
+		return err
+	})
 }
 
 // BenchmarkCompile: compiling the notes.summary module to machine code, cold

@@ -65,3 +65,21 @@ func RSSKiB(b *testing.B, field string) int64 {
 	b.Skip("no " + field)
 	return 0
 }
+
+// BenchCalls resets the timer, calls call b.N times, failing on its first
+// error, and reports the process's CPU time and the p50 and p99 wall time
+// per call.
+func BenchCalls(b *testing.B, call func() error) {
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	cpu := CPUTime()
+	for range b.N {
+		begun := time.Now()
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(begun))
+	}
+	ReportCPU(b, cpu)
+	ReportPercentiles(b, ds)
+}
