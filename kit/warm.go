@@ -39,16 +39,16 @@ var readBuffers = sync.Pool{New: func() any {
 	return b
 }}
 
-// headroom is the free heap the state every run starts from holds. The
-// heap grows by 512 KiB at a time inside a module, each time by growing
-// its memory; a run that grows the memory cannot be undone by a restore (a
-// memory never shrinks), so the host closes its instance and makes a new
-// one for the next run, which then costs several times a run's usual time.
-// Without room, where the last growth at initialization left the heap
-// decided which runs did: the example's notes.summary over 50 notes did or
-// did not, build by build. With it, a run grows the memory only when it
-// allocates more than a megabyte; the room costs nothing until a run
-// uses it (the pages of the image's memory that no run writes are shared).
+// headroom is the free heap the state every run starts from holds. Inside
+// a module the heap grows 512 KiB at a time, each time by growing the
+// module's memory, which no restore undoes (a memory never shrinks): the
+// host then replaces the instance with a new one, which costs several times
+// a run. Without room, where initialization's last growth left the heap
+// decided which runs did so: the example's notes.summary over 50 notes did
+// after some initializations and not after others. With it, a run grows the
+// memory only when it allocates more than about a megabyte; the room costs
+// nothing until a run uses it (the pages of the image no run writes are
+// shared).
 const headroom = 1 << 20
 
 // smallest and largest bound the sizes of the objects warmSpans allocates:
