@@ -213,8 +213,24 @@ func TestSequentialRunsShareOneInstance(t *testing.T) {
 // allocates past it grows the memory, which no restore can undo: its
 // instance is replaced, after the run answered, by a new one in the image's
 // state, so that the next run finds one ready. Either way every run starts
-// afresh.
+// afresh, one run at a time or four at once.
 func TestRunsThatAllocate(t *testing.T) {
+	e := newEngine(t, Limits{PerUser: 4})
+	m := compileBytes(t, e, wasmtest.Reactor(t, reactors, "alloc"))
+	run := func(kib int, instance string) error {
+		j := job(m, models.Capability{}, fmt.Sprintf(`{"kib":%d}`, kib))
+		j.Request.Instance.ID = instance
+		res, _, err := e.Run(context.Background(), j)
+		if err != nil {
+			return err
+		}
+		var got struct{ KiB, Runs int }
+		json.Unmarshal(res.Data, &got)
+		if got.KiB != kib || got.Runs != 1 {
+			return fmt.Errorf("allocated %d KiB and saw %d runs, want %d and 1", got.KiB, got.Runs, kib)
+		}
+		return nil
+	}
 	for _, tt := range []struct {
 		name     string
 		kib      int
@@ -225,18 +241,11 @@ func TestRunsThatAllocate(t *testing.T) {
 		{"past it", 4096, false, 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEngine(t, Limits{})
-			m := compileBytes(t, e, wasmtest.Reactor(t, reactors, "alloc"))
 			var last *instance
+			replaced := e.Stats().Replaced
 			for i := range 3 {
-				res, _, err := e.Run(context.Background(), job(m, models.Capability{}, fmt.Sprintf(`{"kib":%d}`, tt.kib)))
-				if err != nil {
+				if err := run(tt.kib, "inst_1"); err != nil {
 					t.Fatalf("run %d: %v", i, err)
-				}
-				var got struct{ KiB, Runs int }
-				json.Unmarshal(res.Data, &got)
-				if got.KiB != tt.kib || got.Runs != 1 {
-					t.Fatalf("run %d allocated %d KiB and saw %d runs, want %d and 1", i, got.KiB, got.Runs, tt.kib)
 				}
 				e.work.Wait()
 				e.mu.Lock()
@@ -245,14 +254,38 @@ func TestRunsThatAllocate(t *testing.T) {
 				if len(idle) != 1 {
 					t.Fatalf("after run %d, %d instances are ready, want 1", i, len(idle))
 				}
-				if i > 0 && (idle[0] == last) != tt.kept {
+				if last != nil && (idle[0] == last) != tt.kept {
 					t.Errorf("after run %d, the instance was kept: %v, want %v", i, idle[0] == last, tt.kept)
 				}
 				last = idle[0]
 			}
-			if got := e.Stats().Replaced; got != tt.replaced {
+			if got := e.Stats().Replaced - replaced; got != tt.replaced {
 				t.Errorf("%d instances replaced, want %d", got, tt.replaced)
 			}
 		})
 	}
+	t.Run("past it, four at once", func(t *testing.T) {
+		replaced := e.Stats().Replaced
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for w := range 4 {
+			wg.Go(func() {
+				for i := range 4 {
+					if err := run(4096, fmt.Sprintf("inst_%d", w)); err != nil {
+						errs <- fmt.Errorf("run %d of worker %d: %v", i, w, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		e.work.Wait()
+		if s := e.Stats(); s.Replaced == replaced || s.Ready == 0 {
+			t.Errorf("after 16 runs that grew the memory: %d instances replaced, %d ready", s.Replaced-replaced, s.Ready)
+		}
+	})
 }
