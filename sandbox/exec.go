@@ -250,8 +250,15 @@ func (e *Engine) restoreLater(in *instance) {
 
 // replacement makes a new instance of a reactor in its image's state, for
 // one whose run grew its memory; nil when it cannot (the engine is
-// closing, or the memory of all runs is short).
+// closing, or the memory of all runs is short) or need not (the module is
+// evicted: no instance of it is kept).
 func (e *Engine) replacement(m *Module) *instance {
+	e.mu.Lock()
+	done := e.closed || m.evicted
+	e.mu.Unlock()
+	if done {
+		return nil
+	}
 	in, err := e.newInstance(e.life, m)
 	if err != nil {
 		return nil
