@@ -26,37 +26,23 @@ func TestReactorFreshState(t *testing.T) {
 	if m.Kind() != wasmbin.KindReactor {
 		t.Fatalf("the module is a %s", m.Kind())
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 16 {
-				j := job(m, models.Capability{}, `{}`)
-				j.Request.Instance.ID = fmt.Sprintf("inst_%d_%d", w, i)
-				res, _, err := e.Run(context.Background(), j)
-				if err != nil {
-					errs <- err
-					return
-				}
-				var got struct {
-					Runs   int      `json:"runs"`
-					Others []string `json:"others"`
-				}
-				json.Unmarshal(res.Data, &got)
-				if got.Runs != 1 || len(got.Others) != 0 {
-					errs <- fmt.Errorf("run %d of worker %d saw %d runs and Instances %v", i, w, got.Runs, got.Others)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	atOnce(t, 4, 16, func(w, i int) error {
+		j := job(m, models.Capability{}, `{}`)
+		j.Request.Instance.ID = fmt.Sprintf("inst_%d_%d", w, i)
+		res, _, err := e.Run(context.Background(), j)
+		if err != nil {
+			return err
+		}
+		var got struct {
+			Runs   int      `json:"runs"`
+			Others []string `json:"others"`
+		}
+		json.Unmarshal(res.Data, &got)
+		if got.Runs != 1 || len(got.Others) != 0 {
+			return fmt.Errorf("saw %d runs and Instances %v", got.Runs, got.Others)
+		}
+		return nil
+	})
 	e.work.Wait()
 	e.mu.Lock()
 	idle := len(e.idle.items)
@@ -266,26 +252,33 @@ func TestRunsThatAllocate(t *testing.T) {
 	}
 	t.Run("past it, four at once", func(t *testing.T) {
 		replaced := e.Stats().Replaced
-		var wg sync.WaitGroup
-		errs := make(chan error, 16)
-		for w := range 4 {
-			wg.Go(func() {
-				for i := range 4 {
-					if err := run(4096, fmt.Sprintf("inst_%d", w)); err != nil {
-						errs <- fmt.Errorf("run %d of worker %d: %v", i, w, err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
+		atOnce(t, 4, 4, func(w, i int) error { return run(4096, fmt.Sprintf("inst_%d", w)) })
 		e.work.Wait()
 		if s := e.Stats(); s.Replaced == replaced || s.Ready == 0 {
 			t.Errorf("after 16 runs that grew the memory: %d instances replaced, %d ready", s.Replaced-replaced, s.Ready)
 		}
 	})
+}
+
+// atOnce runs workers goroutines, each calling f with its number and the
+// run's, runs times or until f fails, and reports each failure.
+func atOnce(t *testing.T, workers, runs int, f func(w, i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range runs {
+				if err := f(w, i); err != nil {
+					errs <- fmt.Errorf("run %d of worker %d: %v", i, w, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
