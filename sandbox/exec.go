@@ -210,8 +210,8 @@ func (e *Engine) keepLocked(in *instance) []*instance {
 // another: a restore takes a fraction of a millisecond, an instance more.
 // An instance whose run grew its memory cannot be restored (a memory never
 // shrinks): it is closed, and a new instance in the image's state made in
-// its place, so that the next run does not wait for one (several
-// milliseconds for a module of Go).
+// its place, here rather than in the next run (several milliseconds for a
+// module of Go).
 func (e *Engine) restoreLater(in *instance) {
 	m := in.m
 	e.mu.Lock()
@@ -227,7 +227,6 @@ func (e *Engine) restoreLater(in *instance) {
 		defer e.work.Done()
 		defer e.Release(m)
 		if in.grew(m.image) {
-			e.replaced.Add(1)
 			in.close()
 			in = e.replacement(m)
 		} else if !in.restore(m.image) {
@@ -267,6 +266,7 @@ func (e *Engine) replacement(m *Module) *instance {
 		in.close()
 		return nil
 	}
+	e.replaced.Add(1)
 	return in
 }
 
