@@ -163,7 +163,7 @@ func (g *Gate) Read(ctx context.Context, instanceID string) (*Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := Scan(st.QueryRowContext(ctx, instanceID))
+	r, err := Scan(st.QueryRowContext(g.DB.PointRead(ctx), instanceID))
 	if err != nil {
 		return nil, fmt.Errorf("access: instance %s: %w", instanceID, err)
 	}

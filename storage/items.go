@@ -108,7 +108,7 @@ func (s *Service) Get(ctx context.Context, c models.Caller, instanceID, namespac
 	if err != nil {
 		return nil, s.internal(err)
 	}
-	row, err := readItem(ctx, q.item, sc.InstanceID, ns.ID, key)
+	row, err := readItem(s.DB.PointRead(ctx), q.item, sc.InstanceID, ns.ID, key)
 	if err != nil {
 		return nil, s.internal(err)
 	}

@@ -217,11 +217,11 @@ func (s *Service) loadScope(ctx context.Context, tx *sql.Tx, c models.Caller, in
 	if err != nil {
 		return nil, err
 	}
-	st := q.scope
+	st, rctx := q.scope, s.DB.PointRead(ctx)
 	if tx != nil {
-		st = on(ctx, tx, q.scopeLocked)
+		st, rctx = on(ctx, tx, q.scopeLocked), ctx
 	}
-	sc, err := scanScope(st.QueryRowContext(ctx, instanceID), instanceID)
+	sc, err := scanScope(st.QueryRowContext(rctx, instanceID), instanceID)
 	if err != nil {
 		return nil, err
 	}
