@@ -11,7 +11,6 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"strconv"
@@ -97,18 +96,23 @@ func (p Precompressed) Pick(r *http.Request, plain []byte) ([]byte, string) {
 	return plain, Identity
 }
 
-// Compressible reports whether a content type is text worth compressing.
+// compressibleTypes are the media types other than text/* that are text.
+var compressibleTypes = []string{"application/json", "application/javascript", "application/graphql-response+json",
+	"application/problem+json", "image/svg+xml", "application/openmetrics-text"}
+
+// Compressible reports whether a content type is text worth compressing. It
+// looks only at the media type, before any parameter, without regard to
+// case (every response asks, so it does not parse the parameters).
 func Compressible(contentType string) bool {
-	t, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return false
+	t, _, _ := strings.Cut(contentType, ";")
+	t = strings.TrimSpace(t)
+	if len(t) > len("text/") && strings.EqualFold(t[:len("text/")], "text/") {
+		return true
 	}
-	switch {
-	case strings.HasPrefix(t, "text/"):
-		return true
-	case t == "application/json", t == "application/javascript", t == "application/graphql-response+json",
-		t == "application/problem+json", t == "image/svg+xml", t == "application/openmetrics-text":
-		return true
+	for _, c := range compressibleTypes {
+		if strings.EqualFold(t, c) {
+			return true
+		}
 	}
 	return false
 }

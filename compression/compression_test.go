@@ -191,3 +191,31 @@ func TestPrecompress(t *testing.T) {
 		t.Fatalf("brotli %d bytes, gzip %d", len(p.Brotli), len(p.Gzip))
 	}
 }
+
+func TestCompressible(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/json":                   true,
+		"application/json; charset=utf-8":    true,
+		"Text/HTML; charset=UTF-8":           true,
+		" application/graphql-response+json": true,
+		"text/css":                           true,
+		"image/svg+xml":                      true,
+		"application/openmetrics-text; version=1.0.0; charset=utf-8": true,
+		"text/":                    false,
+		"":                         false,
+		"image/png":                false,
+		"application/octet-stream": false,
+		"application/jsonx":        false,
+		"font/woff2":               false,
+	} {
+		if got := Compressible(ct); got != want {
+			t.Errorf("Compressible(%q) = %v, want %v", ct, got, want)
+		}
+	}
+}
+
+func BenchmarkCompressible(b *testing.B) {
+	for b.Loop() {
+		Compressible("application/graphql-response+json; charset=utf-8")
+	}
+}
