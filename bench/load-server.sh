@@ -9,13 +9,14 @@
 #	benchload -mode ph -url $URL -token $TOKENS -ids $IDS -c 32 -d 10s
 #	kill $PID
 #
-# The binary is $PH_BIN, or built from this checkout. The server's log is in
-# the data folder, named on standard error.
+# The binary is $PH_BIN, or built from this checkout. The server's files
+# (database, keys, log) go to $LOAD_SERVER_DIR, or a new temporary folder,
+# named on standard error.
 # Usage: bench/load-server.sh [PORT]
 set -eu
 port=${1:-8080}
 root=$(cd "$(dirname "$0")/.." && pwd)
-dir=$(mktemp -d)
+dir=${LOAD_SERVER_DIR:-$(mktemp -d)}
 ph=${PH_BIN:-}
 if [ -z "$ph" ]; then
 	ph=$dir/pluginhost
@@ -40,7 +41,7 @@ done
 
 "$ph" serve --addr 127.0.0.1:$port --db "$db" --data-dir "$dir" --trusted-keys "$dir/keys" >"$dir/log" 2>&1 &
 pid=$!
-echo "pluginhost: pid $pid, log $dir/log" >&2
+echo "pluginhost: pid $pid, files and log in $dir" >&2
 for _ in $(seq 300); do
 	curl -fs "$url/readyz" >/dev/null 2>&1 && break
 	sleep 0.1
