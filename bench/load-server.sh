@@ -13,7 +13,7 @@
 # (database, keys, log) go to $LOAD_SERVER_DIR, or a new temporary folder,
 # named on standard error.
 # Usage: bench/load-server.sh [PORT]
-set -eu
+set -euo pipefail
 port=${1:-8080}
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${LOAD_SERVER_DIR:-$(mktemp -d)}
@@ -41,28 +41,26 @@ done
 
 "$ph" serve --addr 127.0.0.1:$port --db "$db" --data-dir "$dir" --trusted-keys "$dir/keys" >"$dir/log" 2>&1 &
 pid=$!
+fail() { echo "pluginhost: $*" >&2; kill $pid; exit 1; }
 echo "pluginhost: pid $pid, files and log in $dir" >&2
 for _ in $(seq 300); do
 	curl -fs "$url/readyz" >/dev/null 2>&1 && break
 	sleep 0.1
 done
-curl -fs "$url/readyz" >/dev/null || { echo "pluginhost did not start: see $dir/log" >&2; kill $pid; exit 1; }
+curl -fs "$url/readyz" >/dev/null || fail "did not start: see $dir/log"
 
-gql() { # TOKEN QUERY VARIABLES: prints the answer's data
+gql() { # TOKEN QUERY VARIABLES FIELD: prints the id of the answer's data.FIELD, or fails
 	local answer
-	answer=$(curl -fs "$url/graphql" -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
-		-d "{\"query\":\"$2\",\"variables\":$3}")
-	if [ "$(jq -r '.errors // empty' <<<"$answer")" != "" ]; then
-		echo "pluginhost: $answer" >&2
-		kill $pid
-		exit 1
-	fi
-	jq -c .data <<<"$answer"
+	answer=$(curl -fsS "$url/graphql" -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+		-d "{\"query\":\"$2\",\"variables\":$3}") || fail "$2: the request failed"
+	jq -e '.errors == null' <<<"$answer" >/dev/null || fail "$2: $answer"
+	jq -r ".data.$4.id" <<<"$answer"
 }
 pkg=$(base64 -w0 "$dir/plugin.pkg")
 ids=()
 for t in "${tokens[@]}"; do
-	inl=$(gql "$t" 'mutation($p:String!){installPlugin(package:$p){id}}' "{\"p\":\"$pkg\"}" | jq -r .installPlugin.id)
-	ids+=("$(gql "$t" 'mutation($i:ID!){createInstance(installationId:$i){id}}' "{\"i\":\"$inl\"}" | jq -r .createInstance.id)")
+	inl=$(gql "$t" 'mutation($p:String!){installPlugin(package:$p){id}}' "{\"p\":\"$pkg\"}" installPlugin)
+	inst=$(gql "$t" 'mutation($i:ID!){createInstance(installationId:$i){id}}' "{\"i\":\"$inl\"}" createInstance)
+	ids+=("$inst")
 done
 echo "$url $(IFS=,; echo "${tokens[*]}") $(IFS=,; echo "${ids[*]}") $pid"
