@@ -21,7 +21,7 @@ var jsonInputs = []string{
 	`{}`, `{"text":"hello","done":true}`, `{"Text":"upper","DONE":false}`, `{"text":1}`, `{"text":null,"done":null}`,
 	`{"text":"a","text":"b"}`, `{"n":1,"f":2.5,"u":3,"i8":127,"tags":["x","y"],"m":{"a":1,"b":2},"p":{"text":"in"},"any":{"k":[1,"s"]},"raw":{"keep": [1, 2]}}`,
 	`{"i8":128}`, `{"u":-1}`, `{"f":"x"}`, `{"tags":"x"}`, `{"tags":[1]}`, `{"m":[]}`, `{"m":{"a":"x"}}`, `{"p":null}`, `{"raw":null}`,
-	`{"when":"2026-01-02T03:04:05Z"}`, `{"when":"yesterday"}`, `{"b64":"aGk="}`, `{"num":12.50}`, `{"unknown":{"deep":[{"x":"}"}]},"text":"after"}`,
+	`{"when":"2026-01-02T03:04:05Z"}`, `{"when":"yesterday"}`, `{"when":null,"pu":null,"v":null}`, `{"pu":{"x":1},"v":[1],"pp":"s"}`, `{"b64":"aGk="}`, `{"num":12.50}`, `{"unknown":{"deep":[{"x":"}"}]},"text":"after"}`,
 	` { "text" : "spaced" , "tags" : [ "a" , "b" ] } `, "{\"text\":\"tab\"}\n",
 	// invalid
 	``, ` `, `{`, `}`, `[1,]`, `{"a":1,}`, `{"a"}`, `{"a":}`, `{a:1}`, `[1 2]`, `01`, `1.`, `.5`, `-`, `1e`, `+1`, `tru`, `nul`,
@@ -53,6 +53,23 @@ type wide struct {
 }
 
 type label string
+
+// pointerUnmarshaler decodes itself by a method of its pointer.
+type pointerUnmarshaler struct{ N int }
+
+func (p *pointerUnmarshaler) UnmarshalJSON(b []byte) error {
+	p.N = len(b)
+	return nil
+}
+
+// withPointers holds values that decode themselves, by pointer and in
+// place.
+type withPointers struct {
+	When *time.Time          `json:"when"`
+	PU   *pointerUnmarshaler `json:"pu"`
+	V    pointerUnmarshaler  `json:"v"`
+	PP   **note              `json:"pp"`
+}
 
 type withString struct {
 	N int `json:"n,string"`
@@ -92,6 +109,11 @@ var targets = []func() any{
 	func() any { return new(tagForms) },
 	func() any { return new(json.RawMessage) },
 	func() any { return new(time.Time) },
+	func() any { return new(*time.Time) },
+	func() any { return new(pointerUnmarshaler) },
+	func() any { return new(*pointerUnmarshaler) },
+	func() any { return new(withPointers) },
+	func() any { return &withPointers{When: new(time.Time), PU: &pointerUnmarshaler{N: 1}} },
 	func() any { return &note{Text: "before", Done: true} },
 	func() any {
 		return &wide{Tags: []string{"old1", "old2", "old3"}, M: map[string]int{"kept": 9}, P: &note{Text: "p before"}}

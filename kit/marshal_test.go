@@ -106,7 +106,14 @@ func marshalValues() []any {
 		&tagged{PM: pointerMarshaler{N: 2}}, []tagged{{PM: pointerMarshaler{N: 3}}}, map[string]tagged{"m": {PM: pointerMarshaler{N: 4}}},
 		tagForms{Other: 1, Escaped: 2, Accent: 3, Punct: 4, Spaced: 5, Comma: 6}, tagForms{Omit: 7, Bang: 8},
 		dup{A: 1, B: 2}, withEmbedded{plain: plain{Key: "e"}, More: 1}, time.Date(2026, 11, 28, 1, 2, 3, 0, time.UTC),
-		failing{}, map[string]any{"f": failing{}}, make(chan int), func() {}, c, deep,
+		failing{}, map[string]any{"f": failing{}}, &failing{}, &pointerMarshaler{N: 5}, (*pointerMarshaler)(nil),
+		map[string]any{"pm": pointerMarshaler{N: 6}, "ppm": &pointerMarshaler{N: 7}}, []*pointerMarshaler{{N: 8}, nil},
+		struct {
+			P *pointerMarshaler
+			T *time.Time
+			N *time.Time
+			S []time.Time
+		}{P: &pointerMarshaler{N: 9}, T: new(time.Time), S: []time.Time{{}}}, make(chan int), func() {}, c, deep,
 		map[string]any{"count": 10, "words": 145, "longest": []plain{{Key: "note-9", Words: 19, Text: "word9 word9"}}},
 	}
 }
