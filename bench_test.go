@@ -53,7 +53,11 @@ const benchClients = 32
 // direct's (%-of-direct), pocketbase http's rate and p99 against its own
 // (http-x, http-p99-x: the target is over 4 and under 1).
 //
-//	go test -run '^$' -bench StorageUpdate -benchtime 30000x -count 3 .
+//	go test -run '^$' -bench StorageUpdate -benchtime 60000x .
+//
+// Repeat the command rather than pass -count, which runs each target's runs
+// back to back, so that http-x would compare every PocketBase run with the
+// last http run.
 //
 // With PLUGINHOST_BENCH_SERVER_PROFILE=FILE, the http run also writes the
 // server's CPU profile of its first 15 seconds to FILE (through the admin's
