@@ -293,7 +293,7 @@ func startPluginhost(b *testing.B) *target {
 	// for.
 	const query = `mutation($i:ID!,$k:String!,$v:JSON!,$r:Int!){storageUpdate(instanceId:$i,key:$k,value:$v,revision:$r){data}}`
 	prefix := []byte(`{"query":` + strconv.Quote(query) + `,"variables":{"k":"k","i":"`)
-	conns := loadConns(strings.TrimPrefix(base, "http://"))
+	conns := loadConns(b, strings.TrimPrefix(base, "http://"))
 	return &target{pid: srv.Process.Pid, profile: profile, update: func(c int, rev int64, n int) (int64, error) {
 		// The load client shares the machine with the server, so it is kept
 		// lean: bodies are appended from fixed parts.
@@ -339,12 +339,19 @@ type loadConn struct {
 }
 
 // loadConns returns benchClients connections to addr, each dialed at its
-// first request.
-func loadConns(addr string) []loadConn {
+// first request and closed when the benchmark ends.
+func loadConns(b *testing.B, addr string) []loadConn {
 	conns := make([]loadConn, benchClients)
 	for i := range conns {
 		conns[i].addr = addr
 	}
+	b.Cleanup(func() {
+		for _, lc := range conns {
+			if lc.conn != nil {
+				lc.conn.Close()
+			}
+		}
+	})
 	return conns
 }
 
@@ -486,7 +493,7 @@ func startPocketBase(b *testing.B) *target {
 		}
 		records[i] = "/api/collections/items/records/" + rec.ID
 	}
-	conns := loadConns(addr)
+	conns := loadConns(b, addr)
 	return &target{pid: srv.Process.Pid, update: func(c int, rev int64, n int) (int64, error) {
 		return rev + 1, conns[c].send("PATCH", records[c], auth.Token, fmt.Appendf(nil, `{"value":{"count":%d}}`, n), false)
 	}}
