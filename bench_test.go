@@ -200,10 +200,6 @@ func startDirect(b *testing.B) *target {
 	}}
 }
 
-// benchHTTP sends the requests that set the targets up (loadConn sends
-// the updates).
-var benchHTTP = &http.Client{}
-
 // startPluginhost builds pluginhost, starts `pluginhost serve` on a fresh
 // SQLite database with its default limits, makes benchClients users, each
 // with a token, an Instance and a key, and updates over HTTP + GraphQL.
@@ -346,9 +342,9 @@ func loadConns(b *testing.B, addr string) []loadConn {
 		conns[i].addr = addr
 	}
 	b.Cleanup(func() {
-		for _, lc := range conns {
-			if lc.conn != nil {
-				lc.conn.Close()
+		for i := range conns {
+			if c := conns[i].conn; c != nil {
+				c.Close()
 			}
 		}
 	})
@@ -406,7 +402,7 @@ func postJSON(url, auth string, body []byte, out any) error {
 		req.Header.Set("Authorization", auth)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := benchHTTP.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
 	}
