@@ -55,16 +55,14 @@ func (e *encoder) standard(v reflect.Value) error {
 	return err
 }
 
-// encodesItself reports whether values of t have an encoding of their own.
-func encodesItself(t reflect.Type) bool { return hasMethods(t, marshalerType, textMarshalerType) }
-
 func (e *encoder) value(v reflect.Value, depth int) error {
 	if !v.IsValid() {
 		e.b = append(e.b, "null"...)
 		return nil
 	}
 	t := v.Type()
-	if depth > maxEncodeDepth || !v.CanInterface() || encodesItself(t) {
+	info := infoOf(t)
+	if depth > maxEncodeDepth || !v.CanInterface() || info.encodes {
 		return e.standard(v)
 	}
 	switch t.Kind() {
@@ -99,7 +97,7 @@ func (e *encoder) value(v reflect.Value, depth int) error {
 		}
 		return e.array(v, depth)
 	case reflect.Struct:
-		return e.structValue(v, depth)
+		return e.structValue(v, info.fields, depth)
 	default:
 		return e.standard(v)
 	}
@@ -169,7 +167,7 @@ func (e *encoder) array(v reflect.Value, depth int) error {
 
 func (e *encoder) mapValue(v reflect.Value, depth int) error {
 	t := v.Type()
-	if t.Key().Kind() != reflect.String || encodesItself(t.Key()) {
+	if t.Key().Kind() != reflect.String || infoOf(t.Key()).encodes {
 		return e.standard(v)
 	}
 	if v.IsNil() {
@@ -220,8 +218,7 @@ func (e *encoder) members(keys []string, value func(k string) error) error {
 	return nil
 }
 
-func (e *encoder) structValue(v reflect.Value, depth int) error {
-	fields := fieldsOf(v.Type())
+func (e *encoder) structValue(v reflect.Value, fields *structFields, depth int) error {
 	if fields == nil || !fields.plain {
 		return e.standard(v)
 	}

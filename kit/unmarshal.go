@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -42,21 +43,60 @@ var (
 	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 	stringType          = reflect.TypeFor[string]()
-	structs             sync.Map // reflect.Type -> *structFields
 )
 
-// decodesItself reports whether values of t decode by methods of their own.
-func decodesItself(t reflect.Type) bool { return hasMethods(t, unmarshalerType, textUnmarshalerType) }
+// typeInfo is what the codec needs to know of a type, found once per type.
+type typeInfo struct {
+	t       reflect.Type
+	decodes bool // it, or a pointer to it, decodes by methods of its own
+	encodes bool // it, or a pointer to it, encodes by methods of its own
+	// fields are a struct's fields; nil for any other kind, and for a
+	// struct the codec leaves to encoding/json (fieldsOf).
+	fields *structFields
+}
 
-// hasMethods reports whether t, or a pointer to it, implements one of the
-// interfaces.
-func hasMethods(t reflect.Type, interfaces ...reflect.Type) bool {
+// methodless is the typeInfo of the types that cannot have methods and
+// are not structs.
+var methodless = &typeInfo{}
+
+var (
+	types sync.Map                 // reflect.Type -> *typeInfo
+	last  atomic.Pointer[typeInfo] // the last one looked up in types
+)
+
+// infoOf returns what the codec needs to know of t. A module decodes and
+// encodes values of a few types many times over, so the one looked up last
+// is kept apart from the rest, where a lookup costs more.
+func infoOf(t reflect.Type) *typeInfo {
 	// Only a defined type, a pointer or a struct (by its embedded fields)
 	// has methods, or has a pointer that has.
 	switch k := t.Kind(); {
 	case k == reflect.Interface, t.PkgPath() == "" && k != reflect.Struct && k != reflect.Pointer:
-		return false
+		return methodless
 	}
+	if info := last.Load(); info != nil && info.t == t {
+		return info
+	}
+	v, ok := types.Load(t)
+	if !ok {
+		info := &typeInfo{
+			t:       t,
+			decodes: hasMethods(t, unmarshalerType, textUnmarshalerType),
+			encodes: hasMethods(t, marshalerType, textMarshalerType),
+		}
+		if t.Kind() == reflect.Struct {
+			info.fields = fieldsOf(t)
+		}
+		v, _ = types.LoadOrStore(t, info)
+	}
+	info := v.(*typeInfo)
+	last.Store(info)
+	return info
+}
+
+// hasMethods reports whether t, or a pointer to it, implements one of the
+// interfaces.
+func hasMethods(t reflect.Type, interfaces ...reflect.Type) bool {
 	p := reflect.PointerTo(t)
 	for _, i := range interfaces {
 		if t.Implements(i) || p.Implements(i) {
@@ -78,7 +118,8 @@ func (d *reader) into(v reflect.Value) bool {
 		}
 		return ok
 	}
-	if t == numberType || decodesItself(t) {
+	info := infoOf(t)
+	if t == numberType || info.decodes {
 		return false
 	}
 	if d.null() {
@@ -104,7 +145,7 @@ func (d *reader) into(v reflect.Value) bool {
 		}
 		return ok
 	case reflect.Struct:
-		return d.structInto(v)
+		return d.structInto(v, info.fields)
 	case reflect.Map:
 		return d.mapInto(v)
 	case reflect.Slice:
@@ -279,8 +320,7 @@ func (d *reader) members(member func(name []byte) bool) bool {
 	}
 }
 
-func (d *reader) structInto(v reflect.Value) bool {
-	fields := fieldsOf(v.Type())
+func (d *reader) structInto(v reflect.Value, fields *structFields) bool {
 	if fields == nil {
 		return false
 	}
@@ -295,7 +335,7 @@ func (d *reader) structInto(v reflect.Value) bool {
 
 func (d *reader) mapInto(v reflect.Value) bool {
 	t := v.Type()
-	if t.Key().Kind() != reflect.String || decodesItself(t.Key()) {
+	if t.Key().Kind() != reflect.String || infoOf(t.Key()).decodes {
 		return false
 	}
 	if d.b[d.i] != '{' {
@@ -389,11 +429,8 @@ func (s *structFields) lookup(name []byte) int {
 // fieldsOf returns the fields of a struct type, or nil when the type is not
 // one the kit's codec handles: one with embedded fields, a field with an
 // option other than omitempty (such as ",string"), or two fields whose
-// names differ only in case.
+// names differ only in case. infoOf keeps them.
 func fieldsOf(t reflect.Type) *structFields {
-	if s, ok := structs.Load(t); ok {
-		return s.(*structFields)
-	}
 	s := &structFields{plain: true}
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -444,7 +481,6 @@ func fieldsOf(t reflect.Type) *structFields {
 		}
 		s.list = append(s.list, field)
 	}
-	structs.Store(t, s)
 	return s
 }
 
