@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 )
@@ -131,6 +132,34 @@ func TestUnmarshalIsEncodingJSON(t *testing.T) {
 			sameAsEncodingJSON(t, []byte(input), target)
 		}
 	}
+}
+
+// TestCodecConcurrently decodes every input into every target and encodes
+// every value from several goroutines at once, each going through the
+// types in its own order: each value must still be read and written by its
+// own type's record, whichever type another goroutine looked up last.
+func TestCodecConcurrently(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range targets {
+				if g%2 == 1 {
+					i = len(targets) - 1 - i
+				}
+				for _, input := range jsonInputs {
+					sameAsEncodingJSON(t, []byte(input), targets[i])
+				}
+			}
+			values := marshalValues()
+			for i := range values {
+				if g%2 == 1 {
+					i = len(values) - 1 - i
+				}
+				sameEncoding(t, values[i])
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func sameAsEncodingJSON(t *testing.T, data []byte, target func() any) {
