@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // decodeRequest decodes the request the host wrote into req.
@@ -15,8 +16,14 @@ import (
 // is decoded by encoding/json, whose answer, result or error, is then the
 // one returned. Inside a WebAssembly module, encoding/json spends most of a
 // short run reading the snapshot; this reader takes a fraction of that.
+//
+// b must not change afterwards: the request's strings (its capability, its
+// Instance's ids, the namespaces' names, the items' keys) are its bytes, not
+// copies, which inside a module saves an allocation each. None of them lies
+// in the bytes the handler is given (the arguments, the items' values, the
+// carry), nor in any string decoded from those.
 func decodeRequest(b []byte, req *Request) error {
-	d := reader{b: b}
+	d := reader{b: b, shared: true}
 	var fast Request
 	if d.request(&fast) && d.end() {
 		*req = fast
@@ -31,6 +38,9 @@ func decodeRequest(b []byte, req *Request) error {
 type reader struct {
 	b []byte
 	i int
+	// shared: b never changes and is not the caller's to change, so a
+	// string without escapes may be its bytes instead of a copy of them.
+	shared bool
 }
 
 func (d *reader) space() {
@@ -88,6 +98,15 @@ func (d *reader) object(field func(name []byte) bool) bool {
 		}
 		return d.next('}')
 	}
+}
+
+// stringOf returns b, a slice of d.b, as a string: b's bytes when d.b is
+// shared, else a copy.
+func (d *reader) stringOf(b []byte) string {
+	if d.shared && len(b) > 0 {
+		return unsafe.String(&b[0], len(b))
+	}
+	return string(b)
 }
 
 // name reads a member's name, after space. A name without escapes is a
@@ -299,7 +318,7 @@ func (d *reader) storage(s *Storage) bool {
 			}
 			return d.object(func(ns []byte) bool {
 				items, ok := d.items()
-				s.Namespaces[string(ns)] = items
+				s.Namespaces[d.stringOf(ns)] = items
 				return ok
 			})
 		}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -121,6 +123,15 @@ var targets = []func() any{
 	},
 	func() any { s := []int{7, 8, 9}; return &s[:1:3][0] },
 	func() any { s := make([]note, 1, 4); s[0].Done = true; return &s },
+	// Structs without a name: one has only the methods of what it embeds,
+	// the other none.
+	func() any { return new(struct{ pointerUnmarshaler }) },
+	func() any { return new(struct{ time.Time }) },
+	func() any {
+		return new(struct {
+			Text string `json:"text"`
+		})
+	},
 }
 
 // TestUnmarshalIsEncodingJSON decodes every input into every target with
@@ -313,6 +324,65 @@ func TestItemDecodeChecksOtherValues(t *testing.T) {
 		err, wantErr := it.Decode(&got), json.Unmarshal(it.Value, &want)
 		if wantErr == nil || fmt.Sprint(errors.Unwrap(err)) != fmt.Sprint(wantErr) || got != want {
 			t.Errorf("%s: %+v, %v; encoding/json %+v, %v", name, got, err, want, wantErr)
+		}
+	}
+}
+
+// TestRequestStringsShareNothingTheHandlerHolds: the request's strings are
+// read in place, never from the bytes a handler is given (the arguments,
+// the items' values, the carry), so that writing over those changes no
+// string of the request.
+func TestRequestStringsShareNothingTheHandlerHolds(t *testing.T) {
+	stringsOf := func(r *Request) []string {
+		s := []string{r.Capability, r.Kind, r.Trigger, r.Instance.ID, r.Instance.InstallationID}
+		if r.Query != nil {
+			s = append(s, *r.Query)
+		}
+		if r.PluginStorage != nil {
+			for _, ns := range slices.Sorted(maps.Keys(r.PluginStorage.Namespaces)) {
+				s = append(s, ns)
+				for _, it := range r.PluginStorage.Namespaces[ns] {
+					s = append(s, it.Key)
+				}
+			}
+		}
+		return s
+	}
+	for _, input := range requests[:3] {
+		var req, want Request
+		if err := decodeRequest([]byte(input), &req); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(input), &want); err != nil {
+			t.Fatal(err)
+		}
+		// What the handler decodes from those bytes is its own as well.
+		held := [][]byte{req.Arguments, req.Carry}
+		var decoded, wantDecoded []any
+		if req.PluginStorage != nil {
+			for _, ns := range slices.Sorted(maps.Keys(req.PluginStorage.Namespaces)) {
+				for _, it := range req.PluginStorage.Namespaces[ns] {
+					held = append(held, it.Value)
+					var v, w any
+					it.Decode(&v)
+					json.Unmarshal(it.Value, &w)
+					decoded, wantDecoded = append(decoded, v), append(wantDecoded, w)
+				}
+			}
+		}
+		var args, wantArgs map[string]any
+		req.Args(&args)
+		json.Unmarshal(req.Arguments, &wantArgs)
+		for _, b := range held {
+			for i := range b {
+				b[i] = 'x'
+			}
+		}
+		if got, want := stringsOf(&req), stringsOf(&want); !slices.Equal(got, want) {
+			t.Errorf("%q: after writing over the handler's bytes: %q, want %q", input, got, want)
+		}
+		if !reflect.DeepEqual(decoded, wantDecoded) || !reflect.DeepEqual(args, wantArgs) {
+			t.Errorf("%q: after writing over the handler's bytes, its values are %v %v, want %v %v", input, decoded, args, wantDecoded, wantArgs)
 		}
 	}
 }

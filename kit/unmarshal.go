@@ -215,7 +215,7 @@ func (d *reader) text() (string, bool) {
 		// No escapes: the string is its bytes, when they are UTF-8.
 		d.i = end + 1
 		if s := d.b[start+1 : end]; ascii || utf8.Valid(s) {
-			return string(s), true
+			return d.stringOf(s), true
 		}
 		return d.unquote(start)
 	}
