@@ -233,7 +233,9 @@ func (e *encoder) structValue(v reflect.Value, fields *structFields, depth int) 
 			e.b = append(e.b, ',')
 		}
 		first = false
-		e.b = append(e.b, f.quoted...)
+		e.b = append(e.b, '"')
+		e.b = append(e.b, f.name...)
+		e.b = append(e.b, '"', ':')
 		if err := e.value(fv, depth+1); err != nil {
 			return err
 		}

@@ -115,6 +115,15 @@ func marshalValues() []any {
 			S []time.Time
 		}{P: &pointerMarshaler{N: 9}, T: new(time.Time), S: []time.Time{{}}}, make(chan int), func() {}, c, deep,
 		map[string]any{"count": 10, "words": 145, "longest": []plain{{Key: "note-9", Words: 19, Text: "word9 word9"}}},
+		// Structs without a name: one has only the methods of what it
+		// embeds, the other none.
+		struct {
+			pointerMarshaler
+			X int
+		}{pointerMarshaler{N: 10}, 1},
+		&struct{ *pointerMarshaler }{&pointerMarshaler{N: 11}}, struct{ time.Time }{}, struct {
+			Text string `json:"text"`
+		}{"unnamed"},
 	}
 }
 

@@ -59,9 +59,14 @@ type typeInfo struct {
 // are not structs.
 var methodless = &typeInfo{}
 
+// types holds the typeInfo of every type looked up. Its room is made at
+// initialization, so that the state every run starts from holds it: the
+// kit's own types fill a map made without room, and a run that adds its
+// handler's would grow it first, every run.
 var (
-	types sync.Map                 // reflect.Type -> *typeInfo
-	last  atomic.Pointer[typeInfo] // the last one looked up in types
+	typesMu sync.RWMutex
+	types   = make(map[reflect.Type]*typeInfo, 64)
+	last    atomic.Pointer[typeInfo] // the last one looked up in types
 )
 
 // infoOf returns what the codec needs to know of t. A module decodes and
@@ -77,26 +82,40 @@ func infoOf(t reflect.Type) *typeInfo {
 	if info := last.Load(); info != nil && info.t == t {
 		return info
 	}
-	v, ok := types.Load(t)
+	typesMu.RLock()
+	info, ok := types[t]
+	typesMu.RUnlock()
 	if !ok {
-		info := &typeInfo{
-			t:       t,
-			decodes: hasMethods(t, unmarshalerType, textUnmarshalerType),
-			encodes: hasMethods(t, marshalerType, textMarshalerType),
-		}
+		// Every run of a module finds the types of its handler anew (the
+		// state it starts from knows only the kit's): this is on the path
+		// of every run, not only the first.
+		info = &typeInfo{t: t}
 		if t.Kind() == reflect.Struct {
 			info.fields = fieldsOf(t)
 		}
-		v, _ = types.LoadOrStore(t, info)
+		// A struct type without a name has no methods but those of its
+		// embedded fields: with none (fields set), neither it nor its
+		// pointer has any, and neither need be looked at.
+		plain := info.fields != nil && t.Name() == ""
+		if !plain && (t.NumMethod() > 0 || reflect.PointerTo(t).NumMethod() > 0) {
+			info.decodes = implementsAny(t, unmarshalerType, textUnmarshalerType)
+			info.encodes = implementsAny(t, marshalerType, textMarshalerType)
+		}
+		typesMu.Lock()
+		if known, ok := types[t]; ok {
+			info = known
+		} else {
+			types[t] = info
+		}
+		typesMu.Unlock()
 	}
-	info := v.(*typeInfo)
 	last.Store(info)
 	return info
 }
 
-// hasMethods reports whether t, or a pointer to it, implements one of the
-// interfaces.
-func hasMethods(t reflect.Type, interfaces ...reflect.Type) bool {
+// implementsAny reports whether t, or a pointer to it, implements one of
+// the interfaces.
+func implementsAny(t reflect.Type, interfaces ...reflect.Type) bool {
 	p := reflect.PointerTo(t)
 	for _, i := range interfaces {
 		if t.Implements(i) || p.Implements(i) {
@@ -405,7 +424,6 @@ type structFields struct {
 
 type structField struct {
 	name      string
-	quoted    string // the name, quoted, and a colon
 	index     int
 	omitEmpty bool
 }
@@ -431,7 +449,7 @@ func (s *structFields) lookup(name []byte) int {
 // option other than omitempty (such as ",string"), or two fields whose
 // names differ only in case. infoOf keeps them.
 func fieldsOf(t reflect.Type) *structFields {
-	s := &structFields{plain: true}
+	s := &structFields{list: make([]structField, 0, t.NumField()), plain: true}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Anonymous {
@@ -474,11 +492,7 @@ func fieldsOf(t reflect.Type) *structFields {
 			break
 		}
 		field.name = name
-		if plainName(name) {
-			field.quoted = `"` + name + `":`
-		} else {
-			field.quoted, s.plain = strconv.Quote(name)+":", false
-		}
+		s.plain = s.plain && plainName(name)
 		s.list = append(s.list, field)
 	}
 	return s
