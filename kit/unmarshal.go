@@ -75,8 +75,8 @@ var (
 func infoOf(t reflect.Type) *typeInfo {
 	// Only a defined type, a pointer or a struct (by its embedded fields)
 	// has methods, or has a pointer that has.
-	switch k := t.Kind(); {
-	case k == reflect.Interface, t.PkgPath() == "" && k != reflect.Struct && k != reflect.Pointer:
+	k := t.Kind()
+	if k == reflect.Interface || t.PkgPath() == "" && k != reflect.Struct && k != reflect.Pointer {
 		return methodless
 	}
 	if info := last.Load(); info != nil && info.t == t {
@@ -90,14 +90,14 @@ func infoOf(t reflect.Type) *typeInfo {
 		// state it starts from knows only the kit's): this is on the path
 		// of every run, not only the first.
 		info = &typeInfo{t: t}
-		if t.Kind() == reflect.Struct {
+		if k == reflect.Struct {
 			info.fields = fieldsOf(t)
 		}
 		// A struct type without a name has no methods but those of its
 		// embedded fields: with none (fields set), neither it nor its
 		// pointer has any, and neither need be looked at.
-		plain := info.fields != nil && t.Name() == ""
-		if !plain && (t.NumMethod() > 0 || reflect.PointerTo(t).NumMethod() > 0) {
+		mayHaveMethods := info.fields == nil || t.Name() != ""
+		if mayHaveMethods && (t.NumMethod() > 0 || reflect.PointerTo(t).NumMethod() > 0) {
 			info.decodes = implementsAny(t, unmarshalerType, textUnmarshalerType)
 			info.encodes = implementsAny(t, marshalerType, textMarshalerType)
 		}
