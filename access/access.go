@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"pluginhost/database"
@@ -116,6 +117,9 @@ type Target struct {
 // DefaultMaxManifests bounds the manifests a Gate keeps parsed.
 const DefaultMaxManifests = 1024
 
+// DefaultMaxRows bounds the rows a Gate keeps.
+const DefaultMaxRows = 4096
+
 // Gate decides whether a caller may use an Instance. It is safe for
 // concurrent use.
 type Gate struct {
@@ -123,6 +127,9 @@ type Gate struct {
 	// MaxManifests bounds the manifests kept parsed, least recently used
 	// dropped first; zero is DefaultMaxManifests.
 	MaxManifests int
+	// MaxRows bounds the Instances' rows kept between reads (see Read);
+	// zero is DefaultMaxRows.
+	MaxRows int
 
 	once sync.Once
 	stmt *sql.Stmt
@@ -131,6 +138,15 @@ type Gate struct {
 	mu        sync.Mutex
 	manifests map[manifestKey]*list.Element // of *entry
 	lru       list.List                     // most recently used first
+
+	rowsMu sync.Mutex
+	rows   map[string]keptRow // by Instance id
+}
+
+// keptRow is a row as read at a Version of the database.
+type keptRow struct {
+	version database.Version
+	row     Row
 }
 
 type manifestKey struct {
@@ -158,7 +174,23 @@ func (g *Gate) Open(ctx context.Context, c models.Caller, instanceID string, nee
 
 // Read reads an Instance whoever owns it; nil when it does not exist. Only
 // Decide says whether a caller may use it.
+//
+// Where the database tells its Version (SQLite), the row read is kept with
+// the Version read before it, and given again only while the Version is
+// the same: no transaction, of this process or another, has committed
+// since, so the row is what the database would answer.
 func (g *Gate) Read(ctx context.Context, instanceID string) (*Row, error) {
+	v, versioned := g.DB.Version()
+	if versioned {
+		g.rowsMu.Lock()
+		k, ok := g.rows[instanceID]
+		g.rowsMu.Unlock()
+		if ok && k.version == v {
+			r := k.row
+			r.Instance.Grants = slices.Clone(r.Instance.Grants)
+			return &r, nil
+		}
+	}
 	st, err := g.prepare(ctx)
 	if err != nil {
 		return nil, err
@@ -167,7 +199,27 @@ func (g *Gate) Read(ctx context.Context, instanceID string) (*Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("access: instance %s: %w", instanceID, err)
 	}
+	if versioned && r != nil {
+		g.keepRow(v, r)
+	}
 	return r, nil
+}
+
+// keepRow keeps a row read at v, dropping every row kept when the bound is
+// reached.
+func (g *Gate) keepRow(v database.Version, r *Row) {
+	k := keptRow{version: v, row: *r}
+	k.row.Instance.Grants = slices.Clone(r.Instance.Grants)
+	max := g.MaxRows
+	if max <= 0 {
+		max = DefaultMaxRows
+	}
+	g.rowsMu.Lock()
+	defer g.rowsMu.Unlock()
+	if g.rows == nil || len(g.rows) >= max {
+		g.rows = make(map[string]keptRow)
+	}
+	g.rows[r.Instance.ID] = k
 }
 
 // Target returns the Target of a row Decide accepted, its manifest read with

@@ -2,9 +2,14 @@ package access_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
 	"testing"
 
 	"pluginhost/access"
+	"pluginhost/database"
 	"pluginhost/internal/fixture"
 	"pluginhost/internal/testenv"
 	"pluginhost/models"
@@ -119,4 +124,69 @@ func TestOpenAndList(t *testing.T) {
 	if list, _ := gate.List(ctx, bob.ID); len(list) != 0 {
 		t.Fatalf("bob's List: %v", list)
 	}
+}
+
+// disableEnv names, for TestGateSeesEveryChange's helper process, the
+// database and the Instance it disables.
+const disableEnv = "PLUGINHOST_TEST_DISABLE_IN"
+
+// TestDisableFromAnotherProcess is TestGateSeesEveryChange's other
+// process: it disables the Instance disableEnv names (DSN, a space, the
+// id), and is skipped otherwise.
+func TestDisableFromAnotherProcess(t *testing.T) {
+	dsn, id, ok := strings.Cut(os.Getenv(disableEnv), " ")
+	if !ok {
+		t.Skip("run by TestGateSeesEveryChange as another process")
+	}
+	db, err := database.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Write.Exec("UPDATE instances SET enabled = ? WHERE id = ?", false, id).Error; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The gate answers from what it read only while nothing was committed
+// since: an Instance disabled, by this process or by another one on the
+// same database, is refused at the next call, and one enabled again is
+// usable at once.
+func TestGateSeesEveryChange(t *testing.T) {
+	dsn := "sqlite:" + t.TempDir() + "/ph.db"
+	env := fixture.New(t, testenv.Backend{Name: "sqlite", DSN: dsn})
+	ctx := context.Background()
+	alice := env.User(t, "alice")
+	inst := env.Instance(t, alice, env.Install(t, alice, fixture.Manifest("com.test.a", fixture.NS("n", 100))))
+	gate, caller := env.Server.Gate, models.Caller{UserID: alice.ID}
+	open := func(want models.Code, when string) {
+		t.Helper()
+		for range 2 { // the first read, then the row kept
+			if _, err := gate.Open(ctx, caller, inst.ID, access.Use); models.ErrorCode(err) != want {
+				t.Fatalf("%s: Open: %v, want %q", when, err, want)
+			}
+		}
+	}
+	open("", "enabled")
+	if _, ok := env.DB.Version(); !ok {
+		t.Fatal("SQLite tells no Version: the gate would read every time, and this test would not test what it keeps")
+	}
+	if _, err := env.Life.SetInstanceEnabled(ctx, alice, inst.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	open(models.ErrPermissionDenied, "disabled here")
+	if _, err := env.Life.SetInstanceEnabled(ctx, alice, inst.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	open("", "enabled again")
+
+	if runtime.GOOS == "windows" {
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestDisableFromAnotherProcess$", "-test.count", "1")
+	cmd.Env = append(os.Environ(), disableEnv+"="+dsn+" "+inst.ID)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the other process: %v\n%s", err, out)
+	}
+	open(models.ErrPermissionDenied, "disabled by another process")
 }

@@ -46,6 +46,8 @@ type DB struct {
 	// Collation is, on MySQL/MariaDB, the NO PAD binary collation of every
 	// text column (see IdentityCollation); "" on SQLite.
 	Collation string
+
+	wal *walIndex // on SQLite, where Version reads the database's version
 }
 
 // PointRead returns the context for a read of one row, or a few, by key on
@@ -115,7 +117,7 @@ func openSQLite(path string) (*DB, error) {
 	rdb, _ := r.DB()
 	rdb.SetMaxOpenConns(8)
 	rdb.SetMaxIdleConns(8)
-	return &DB{Write: w, Read: r, Dialect: SQLite}, nil
+	return &DB{Write: w, Read: r, Dialect: SQLite, wal: openWALIndex(path)}, nil
 }
 
 // FileMode is the mode of SQLite database files: every user's data is in
@@ -234,6 +236,9 @@ func (db *DB) Ping(ctx context.Context) error {
 
 // Close closes every connection.
 func (db *DB) Close() error {
+	if db.wal != nil {
+		db.wal.close()
+	}
 	var errs []error
 	for _, g := range []*gorm.DB{db.Write, db.Read} {
 		if s, err := g.DB(); err == nil {
