@@ -5,8 +5,9 @@
 // the generation the caller expects. Storage, capability runs, UI configs
 // and state, the image proxy, the AI tools, response UI, notifications and
 // the schedule all ask the Gate, which reads the Instance and its
-// Installation in one query, takes the parsed manifest from one bounded
-// cache, and refuses the same way for each.
+// Installation in one query (on SQLite, only when a transaction has
+// committed since it last read them), takes the parsed manifest from one
+// bounded cache, and refuses the same way for each.
 package access
 
 import (

@@ -14,9 +14,10 @@ import (
 // Instance change only with its storage revision, which every change of its
 // items raises in the change's own transaction (see package database,
 // "Storage revision"), and with its Installation's generation; the access
-// gate reads both, from the database, on every run. (Deleting an Instance
-// deletes its items without raising it, but the Instance is gone, and ids
-// are never used again.) So the contents read for one (Installation,
+// gate gives both, as the database has them, on every run (read, or kept
+// while no transaction has committed since: access.Gate.Read). (Deleting
+// an Instance deletes its items without raising it, but the Instance is
+// gone, and ids are never used again.) So the contents read for one (Installation,
 // generation, storage revision) are the contents at that revision wherever
 // the gate finds it, and a run that finds them kept need not read them
 // again. Nothing is invalidated: a change anywhere in the fleet raises the
