@@ -55,13 +55,10 @@ func (w *walIndex) reopen() {
 	}
 }
 
-// close closes the index file.
+// close closes the index file for good.
 func (w *walIndex) close() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.fd >= 0 {
-		syscall.Close(w.fd)
-		w.fd = -1
-	}
 	w.closed = true
+	w.mu.Unlock()
+	w.reopen() // closes it, and opens nothing
 }
