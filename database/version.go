@@ -66,7 +66,8 @@ func headerOf(b []byte) (v Version, ok bool) {
 }
 
 // walChecksum is SQLite's checksum of the header, over its words in the
-// machine's byte order (the order the writer used, as its flag at 13 says).
+// machine's byte order (the index is memory shared on one machine, and
+// SQLite checksums its header as the machine's words).
 func walChecksum(b []byte) (s1, s2 uint32) {
 	for i := 0; i+8 <= len(b); i += 8 {
 		s1 += binary.NativeEndian.Uint32(b[i:]) + s2
