@@ -2,11 +2,15 @@ package access_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"pluginhost/access"
 	"pluginhost/database"
@@ -179,6 +183,47 @@ func TestGateSeesEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	open("", "enabled again")
+
+	// Callers in parallel while the Instance is disabled and enabled in
+	// turn: a call made while no change is under way sees the last one.
+	const changes = 40
+	on := func(n int64) bool { return n%2 == 0 } // after n changes: the first disables
+	var started, finished atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				done := finished.Load()
+				_, err := gate.Open(ctx, caller, inst.ID, access.Use)
+				if started.Load() == done && (err == nil) != on(done) {
+					errs <- fmt.Errorf("after %d changes (enabled: %v), Open: %v", done, on(done), err)
+					return
+				}
+			}
+		})
+	}
+	for n := int64(1); n <= changes; n++ {
+		started.Store(n)
+		if _, err := env.Life.SetInstanceEnabled(ctx, alice, inst.ID, on(n)); err != nil {
+			t.Fatal(err)
+		}
+		finished.Store(n)
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	open("", "enabled after the changes in parallel")
 
 	if runtime.GOOS == "windows" {
 		return
