@@ -333,6 +333,13 @@ func (g *Gate) Forget(installationID string) {
 	}
 }
 
+// KeptRows returns how many Instances' rows the Gate keeps.
+func (g *Gate) KeptRows() int {
+	g.rowsMu.Lock()
+	defer g.rowsMu.Unlock()
+	return len(g.rows)
+}
+
 // Kept returns how many manifests the Gate keeps parsed.
 func (g *Gate) Kept() int {
 	g.mu.Lock()

@@ -130,6 +130,32 @@ func TestOpenAndList(t *testing.T) {
 	}
 }
 
+// The gate keeps the rows it read within its bound: at the bound it keeps
+// them all, one past it it starts again from the row just read. Unknown
+// Instances are not kept.
+func TestRowBound(t *testing.T) {
+	env := fixture.New(t, testenv.Backend{Name: "sqlite", DSN: "sqlite:" + t.TempDir() + "/ph.db"})
+	ctx := context.Background()
+	alice := env.User(t, "alice")
+	in := env.Install(t, alice, fixture.Manifest("com.test.a", fixture.NS("n", 100)))
+	gate := &access.Gate{DB: env.DB, MaxRows: 2}
+	for i, want := range []int{1, 2, 1} {
+		inst := env.Instance(t, alice, in)
+		for range 2 { // read, then kept
+			r, err := gate.Read(ctx, inst.ID)
+			if err != nil || r == nil || r.Instance.ID != inst.ID {
+				t.Fatalf("Instance %d: %+v, %v", i, r, err)
+			}
+		}
+		if n := gate.KeptRows(); n != want {
+			t.Fatalf("after %d Instances, %d rows kept; want %d", i+1, n, want)
+		}
+	}
+	if r, err := gate.Read(ctx, "ins_unknown"); r != nil || err != nil || gate.KeptRows() != 1 {
+		t.Fatalf("an unknown Instance: %+v, %v, %d rows kept", r, err, gate.KeptRows())
+	}
+}
+
 // disableEnv names, for TestGateSeesEveryChange's helper process, the
 // database and the Instance it disables.
 const disableEnv = "PLUGINHOST_TEST_DISABLE_IN"
