@@ -238,7 +238,8 @@ func TestGateSeesEveryChange(t *testing.T) {
 	for n := int64(1); n <= changes; n++ {
 		started.Store(n)
 		if _, err := env.Life.SetInstanceEnabled(ctx, alice, inst.ID, on(n)); err != nil {
-			t.Fatal(err)
+			t.Error(err) // the callers are stopped first
+			break
 		}
 		finished.Store(n)
 		time.Sleep(time.Millisecond)
