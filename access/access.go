@@ -187,9 +187,7 @@ func (g *Gate) Read(ctx context.Context, instanceID string) (*Row, error) {
 		k, ok := g.rows[instanceID]
 		g.rowsMu.Unlock()
 		if ok && k.version == v {
-			r := k.row
-			r.Instance.Grants = slices.Clone(r.Instance.Grants)
-			return &r, nil
+			return k.row.clone(), nil
 		}
 	}
 	st, err := g.prepare(ctx)
@@ -201,16 +199,23 @@ func (g *Gate) Read(ctx context.Context, instanceID string) (*Row, error) {
 		return nil, fmt.Errorf("access: instance %s: %w", instanceID, err)
 	}
 	if versioned && r != nil {
-		g.keepRow(v, r)
+		g.keepRow(v, r.clone())
 	}
 	return r, nil
 }
 
-// keepRow keeps a row read at v, dropping every row kept when the bound is
-// reached.
+// clone returns a copy of r that shares nothing with it: a kept row is
+// never handed out.
+func (r *Row) clone() *Row {
+	c := *r
+	c.Instance.Grants = slices.Clone(r.Instance.Grants)
+	return &c
+}
+
+// keepRow keeps a row read at v (a copy of its own), dropping every row
+// kept when the bound is reached.
 func (g *Gate) keepRow(v database.Version, r *Row) {
 	k := keptRow{version: v, row: *r}
-	k.row.Instance.Grants = slices.Clone(r.Instance.Grants)
 	max := g.MaxRows
 	if max <= 0 {
 		max = DefaultMaxRows
