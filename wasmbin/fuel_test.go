@@ -2,7 +2,9 @@ package wasmbin_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -99,4 +101,133 @@ func TestInstrumentFuel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// More instructions of the bodies below.
+const (
+	opIf      = 0x04
+	opBr      = 0x0c
+	opBrTable = 0x0e
+	opSet     = 0x21
+	opI32Add2 = 0x6a
+	opI32LtU2 = 0x49
+)
+
+// dispatchLoop is a body as Go compiles one: a loop whose blocks a
+// br_table on local 0 selects, each selector value naming the block whose
+// end the code resumes after (targets[k] is the depth of value k's block,
+// 0 the first block of code; the last entry is the default). code[j] is
+// the code after the j-th block's end, the last one's after the loop's
+// blocks; a jump is `i32.const k; local.set 0; br` to the loop.
+func dispatchLoop(targets []byte, code ...[]byte) []byte {
+	n := len(code)
+	b := []byte{opLoop, noResults}
+	for range n {
+		b = append(b, opBlock, noResults)
+	}
+	b = append(b, opGet, 0, opBrTable, byte(len(targets)-1))
+	b = append(b, targets...)
+	for j, c := range code {
+		b = append(b, opEnd) // the end of block j: code j follows
+		b = append(b, c...)
+		_ = j
+	}
+	return append(b, opEnd, opEnd) // the loop's end, the function's
+}
+
+// jump is a branch to the dispatch loop with the selector at k, from
+// depth levels inside the loop.
+func jump(k, depth byte) []byte { return []byte{opI32, k, opSet, 0, opBr, depth} }
+
+// In a loop as Go compiles one, fuel is counted on entering it and at the
+// branches back to it; a branch whose constant selects a block ahead of it
+// cannot close a cycle and is not counted.
+func TestInstrumentFuelDispatch(t *testing.T) {
+	// Three blocks: A (selector 0), B (1, never taken), C (2). A jumps
+	// forward to C; C counts local 1 up to ten and jumps back to A.
+	a := jump(2, 2) // in blocks 1 and 2, then the loop: depth 2
+	c := []byte{opGet, 1, opI32, 10, opI32LtU2, opIf, noResults, opGet, 1, opI32, 1, opI32Add2, opSet, 1}
+	c = append(c, jump(0, 1)...) // in the if, then the loop: depth 1
+	c = append(c, opEnd)
+	body := dispatchLoop([]byte{0, 1, 2, 2}, a, nil, c)
+	spent, yields, err := runInstrumented(t, body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The entry, and ten branches back; not the eleven forward.
+	if want := int32(1 + 10); spent != want || yields != 0 {
+		t.Errorf("spent %d units (yielding %d times), want %d", spent, yields, want)
+	}
+}
+
+// A cycle made only of branches with constant selectors still spends fuel
+// and yields, whichever way it goes back: a constant whose block lies
+// behind the branch (even a larger one), a br_if, a br_table.
+func TestInstrumentFuelDispatchCycles(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		targets []byte
+		a, b    []byte // the code after blocks 0 and 1; each runs forever
+	}{
+		{"a constant jump back", []byte{0, 1, 1}, jump(1, 1), jump(0, 0)},
+		{"a larger constant naming a block behind", []byte{0, 1, 0, 0, 0, 0, 1}, jump(1, 1), jump(5, 0)},
+		{"a br_if back", []byte{0, 1, 1}, jump(1, 1), []byte{opI32, 0, opSet, 0, opI32, 1, opBrIf, 0}},
+		{"a br_table back", []byte{0, 1, 1}, jump(1, 1), []byte{opI32, 0, opSet, 0, opI32, 0, opBrTable, 0, 0}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := dispatchLoop(tt.targets, tt.a, tt.b)
+			const enough = 3
+			_, yields, err := runInstrumented(t, body, func(yields int) bool { return yields < enough })
+			if err == nil || yields != enough {
+				t.Errorf("the run ended with %v after %d yields, want it stopped at yield %d", err, yields, enough)
+			}
+		})
+	}
+}
+
+// runInstrumented instruments a module whose exported function runs body
+// (with two i32 locals), runs it once in the interpreter and returns the
+// fuel it spent and how many times it yielded. keepGoing, when set, is
+// asked at each yield; false stops the run there, with an error.
+func runInstrumented(t *testing.T, body []byte, keepGoing func(yields int) bool) (spent int32, yields int, err error) {
+	t.Helper()
+	m := &wasmbin.Module{
+		Types:   []wasmbin.FuncType{{}},
+		Funcs:   []uint32{0},
+		Exports: []wasmbin.Export{{Name: "_start", Kind: wasmbin.ExternFunc, Index: 0}},
+		Code:    []wasmbin.Body{{Locals: []wasmbin.Local{{Count: 2, Type: wasmbin.I32}}, Code: body}},
+	}
+	parsed, _, err := wasmbin.Check(m.Encode(), wasmbin.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := parsed.Instrument(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A run that never yields is stopped by the engine's own check, so
+	// that a broken count fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithCloseOnContextDone(true))
+	defer rt.Close(ctx)
+	stop := errors.New("stopped")
+	if _, err := rt.NewHostModuleBuilder(wasmbin.YieldModule).NewFunctionBuilder().
+		WithFunc(func() {
+			yields++
+			if keepGoing != nil && !keepGoing(yields) {
+				panic(stop)
+			}
+		}).Export(wasmbin.YieldName).Instantiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := rt.InstantiateWithConfig(ctx, out, wazero.NewModuleConfig().WithStartFunctions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = mod.ExportedFunction("_start").Call(ctx)
+	if err == nil {
+		spent = wasmbin.YieldInterval - int32(mod.ExportedGlobal(wasmbin.FuelExport).Get())
+	}
+	return spent, yields, err
 }

@@ -105,7 +105,10 @@ func (m *Module) Weight(i int) int64 {
 //   - every function entry and loop iteration counts a mutable i32 global,
 //     exported as FuelExport, down by one (the entry of a function that
 //     starts a loop before it can branch or call is counted by the loop's
-//     first iteration), and every bulk instruction
+//     first iteration; in a dispatch loop, as Go compiles every function,
+//     an iteration is counted at the branch that starts it, and not at all
+//     when the branch goes to a block ahead of it: dispatch.go), and every
+//     bulk instruction
 //     (memory.init, table.fill, table.copy, table.init, table.grow) by its
 //     length shifted right (YieldInterval), before it runs; memory.fill
 //     and memory.copy become calls of two functions added after the
@@ -189,7 +192,7 @@ func (m *Module) Instrument(stackBudget int64) ([]byte, error) {
 	}
 
 	// Code.
-	g := guard{stack: stack, fuel: fuel, yield: k, budget: int32(stackBudget), renumber: renumber}
+	g := guard{stack: stack, fuel: fuel, yield: k, budget: int32(stackBudget), renumber: renumber, scratch: &bodyScratch{}}
 	if len(m.Memories) == 1 {
 		// The chunked fill and copy (bulk.go), after the module's functions.
 		t := out.typeIndex(FuncType{Params: []ValType{I32, I32, I32}})
@@ -299,6 +302,7 @@ type guard struct {
 	// the functions that do its memory.fill and memory.copy in chunks.
 	chunked    bool
 	fill, copy uint32
+	scratch    *bodyScratch
 }
 
 // body wraps a body: the entry (stack weight added and checked, fuel
@@ -342,17 +346,42 @@ func (g guard) body(b Body, weight int32, blockType []byte, scratch uint32) ([]b
 	// The original code, in a block.
 	w.byte(byte(opBlock))
 	w.raw(blockType)
-	err := walk(b, func(in instr, depth, start, end int) error {
+	ins, loops, err := dispatchLoops(b, g.scratch)
+	if err != nil {
+		return nil, err
+	}
+	// open holds the blocks, loops and ifs the instruction is in, by their
+	// index, to find where a branch goes.
+	var open []int
+	// toDispatch returns the dispatch loop a branch of the given depth
+	// goes to, if it goes to one.
+	toDispatch := func(depth uint32) *dispatch {
+		if int(depth) >= len(open) {
+			return nil
+		}
+		return loops[open[len(open)-1-int(depth)]]
+	}
+	for i, l := range ins {
+		in := l.in
+		switch in.op {
+		case opBlock, opLoop, opIf:
+			open = append(open, i)
+		case opEnd:
+			if len(open) == 0 { // the function's end
+				w.byte(byte(opEnd)) // the block's end
+				exit()
+				w.raw(b.Code[l.start:l.end])
+				continue
+			}
+			open = open[:len(open)-1]
+		}
 		switch {
 		case in.op == opReturn:
-			exit()
-		case in.op == opEnd && depth < 0:
-			w.byte(byte(opEnd)) // the block's end
 			exit()
 		case in.op == opCall || in.op == opRefFunc:
 			w.byte(byte(in.op))
 			w.u32(g.renumber(in.imm))
-			return nil
+			continue
 		case g.chunked && (in.op == opMemoryFill || in.op == opMemoryCopy):
 			w.byte(byte(opCall))
 			if in.op == opMemoryFill {
@@ -360,18 +389,52 @@ func (g guard) body(b Body, weight int32, blockType []byte, scratch uint32) ([]b
 			} else {
 				w.u32(g.copy)
 			}
-			return nil
+			continue
+		case in.op == opBr:
+			if d := toDispatch(in.imm); d != nil && !ahead(b.Code, ins, i, d) {
+				g.countFuel(w)
+			}
+		case in.op == opBrIf:
+			if toDispatch(in.imm) != nil {
+				g.countFuel(w) // whether it branches or not: at most one unit too many
+			}
+		case in.op == opBrTable:
+			r := brTable(b.Code, l)
+			for range in.imm + 1 {
+				if toDispatch(r.u32()) != nil {
+					g.countFuel(w)
+					break
+				}
+			}
+		case in.op == opLoop && loops[i] != nil:
+			// A dispatch loop counts its entry before it starts, and its
+			// iterations at the branches to it.
+			g.countFuel(w)
 		}
 		if shift, ok := bulkShift(in.op); ok {
 			g.chargeLength(w, scratch, shift)
 		}
-		w.raw(b.Code[start:end])
-		if in.op == opLoop {
+		w.raw(b.Code[l.start:l.end])
+		if in.op == opLoop && loops[i] == nil {
 			g.countFuel(w)
 		}
-		return nil
-	})
-	return w.b, err
+	}
+	return w.b, nil
+}
+
+// ahead reports whether the br at ins[i], to the dispatch loop d, resumes
+// after an instruction that comes after it: the two instructions before it
+// set d's selector to a constant whose block ends later in the body.
+func ahead(code []byte, ins []located, i int, d *dispatch) bool {
+	if i < 2 || ins[i-1].in.op != opLocalSet || ins[i-1].in.imm != d.selector {
+		return false
+	}
+	k, ok := i32Const(code, ins[i-2])
+	if !ok {
+		return false
+	}
+	t := d.target(k)
+	return t > i
 }
 
 // entersLoop reports whether every run of the body reaches the start of a
