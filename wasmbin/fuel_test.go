@@ -58,42 +58,16 @@ func TestInstrumentFuel(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			local := []wasmbin.Local{{Count: 1, Type: wasmbin.I32}}
-			m := &wasmbin.Module{
-				Types:   []wasmbin.FuncType{{}},
-				Funcs:   []uint32{0, 0, 0},
-				Exports: []wasmbin.Export{{Name: "_start", Kind: wasmbin.ExternFunc, Index: 0}},
-				Code: []wasmbin.Body{
-					{Locals: local, Code: cat([]byte{opLoop, noResults, opCall, 1}, count(10)[2:], []byte{opEnd})},
-					{Locals: local, Code: tt.callee},
-					{Code: []byte{opEnd}},
-				},
-			}
-			parsed, _, err := wasmbin.Check(m.Encode(), wasmbin.Limits{})
+			mod, yields, err := runInstrumented(t, []wasmbin.Body{
+				{Locals: local, Code: cat([]byte{opLoop, noResults, opCall, 1}, count(10)[2:], []byte{opEnd})},
+				{Locals: local, Code: tt.callee},
+				{Code: []byte{opEnd}},
+			}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := parsed.Instrument(1 << 20)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-			defer rt.Close(ctx)
-			yields := 0
-			if _, err := rt.NewHostModuleBuilder(wasmbin.YieldModule).NewFunctionBuilder().
-				WithFunc(func() { yields++ }).Export(wasmbin.YieldName).Instantiate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			mod, err := rt.InstantiateWithConfig(ctx, out, wazero.NewModuleConfig().WithStartFunctions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := mod.ExportedFunction("_start").Call(ctx); err != nil {
-				t.Fatal(err)
-			}
-			fuel := int32(mod.ExportedGlobal(wasmbin.FuelExport).Get())
 			// _start's loop iterates ten times (_start itself starts with it).
-			if spent, want := wasmbin.YieldInterval-fuel, 10+10*tt.perCall; spent != want || yields != 0 {
+			if spent, want := spent(mod), 10+10*tt.perCall; spent != want || yields != 0 {
 				t.Errorf("spent %d units of fuel (yielding %d times), want %d: %d per call of the function", spent, yields, want, tt.perCall)
 			}
 			if stack := api.DecodeI32(mod.ExportedGlobal(wasmbin.StackExport).Get()); stack != 0 {
@@ -109,8 +83,6 @@ const (
 	opBr      = 0x0c
 	opBrTable = 0x0e
 	opSet     = 0x21
-	opI32Add2 = 0x6a
-	opI32LtU2 = 0x49
 )
 
 // dispatchLoop is a body as Go compiles one: a loop whose blocks a
@@ -127,10 +99,9 @@ func dispatchLoop(targets []byte, code ...[]byte) []byte {
 	}
 	b = append(b, opGet, 0, opBrTable, byte(len(targets)-1))
 	b = append(b, targets...)
-	for j, c := range code {
-		b = append(b, opEnd) // the end of block j: code j follows
+	for _, c := range code {
+		b = append(b, opEnd) // a block's end: its code follows
 		b = append(b, c...)
-		_ = j
 	}
 	return append(b, opEnd, opEnd) // the loop's end, the function's
 }
@@ -146,16 +117,15 @@ func TestInstrumentFuelDispatch(t *testing.T) {
 	// Three blocks: A (selector 0), B (1, never taken), C (2). A jumps
 	// forward to C; C counts local 1 up to ten and jumps back to A.
 	a := jump(2, 2) // in blocks 1 and 2, then the loop: depth 2
-	c := []byte{opGet, 1, opI32, 10, opI32LtU2, opIf, noResults, opGet, 1, opI32, 1, opI32Add2, opSet, 1}
+	c := []byte{opGet, 1, opI32, 10, opI32LtU, opIf, noResults, opGet, 1, opI32, 1, opI32Add, opSet, 1}
 	c = append(c, jump(0, 1)...) // in the if, then the loop: depth 1
 	c = append(c, opEnd)
-	body := dispatchLoop([]byte{0, 1, 2, 2}, a, nil, c)
-	spent, yields, err := runInstrumented(t, body, nil)
+	mod, yields, err := runInstrumented(t, dispatchBody(dispatchLoop([]byte{0, 1, 2, 2}, a, nil, c)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The entry, and ten branches back; not the eleven forward.
-	if want := int32(1 + 10); spent != want || yields != 0 {
+	if spent, want := spent(mod), int32(1+10); spent != want || yields != 0 {
 		t.Errorf("spent %d units (yielding %d times), want %d", spent, yields, want)
 	}
 }
@@ -175,9 +145,8 @@ func TestInstrumentFuelDispatchCycles(t *testing.T) {
 		{"a br_table back", []byte{0, 1, 1}, jump(1, 1), []byte{opI32, 0, opSet, 0, opI32, 0, opBrTable, 0, 0}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			body := dispatchLoop(tt.targets, tt.a, tt.b)
 			const enough = 3
-			_, yields, err := runInstrumented(t, body, func(yields int) bool { return yields < enough })
+			_, yields, err := runInstrumented(t, dispatchBody(dispatchLoop(tt.targets, tt.a, tt.b)), func(yields int) bool { return yields < enough })
 			if err == nil || yields != enough {
 				t.Errorf("the run ended with %v after %d yields, want it stopped at yield %d", err, yields, enough)
 			}
@@ -185,17 +154,24 @@ func TestInstrumentFuelDispatchCycles(t *testing.T) {
 	}
 }
 
-// runInstrumented instruments a module whose exported function runs body
-// (with two i32 locals), runs it once in the interpreter and returns the
-// fuel it spent and how many times it yielded. keepGoing, when set, is
-// asked at each yield; false stops the run there, with an error.
-func runInstrumented(t *testing.T, body []byte, keepGoing func(yields int) bool) (spent int32, yields int, err error) {
+// dispatchBody is the one function of a module, with the selector and a
+// counter as its locals.
+func dispatchBody(code []byte) []wasmbin.Body {
+	return []wasmbin.Body{{Locals: []wasmbin.Local{{Count: 2, Type: wasmbin.I32}}, Code: code}}
+}
+
+// runInstrumented instruments a module of functions without parameters or
+// results, the first exported as _start, runs _start once in the
+// interpreter and returns the module after the run and how many times it
+// yielded. keepGoing, when set, is asked at each yield; false stops the run
+// there, with an error.
+func runInstrumented(t *testing.T, bodies []wasmbin.Body, keepGoing func(yields int) bool) (mod api.Module, yields int, err error) {
 	t.Helper()
 	m := &wasmbin.Module{
 		Types:   []wasmbin.FuncType{{}},
-		Funcs:   []uint32{0},
+		Funcs:   make([]uint32, len(bodies)),
 		Exports: []wasmbin.Export{{Name: "_start", Kind: wasmbin.ExternFunc, Index: 0}},
-		Code:    []wasmbin.Body{{Locals: []wasmbin.Local{{Count: 2, Type: wasmbin.I32}}, Code: body}},
+		Code:    bodies,
 	}
 	parsed, _, err := wasmbin.Check(m.Encode(), wasmbin.Limits{})
 	if err != nil {
@@ -208,9 +184,9 @@ func runInstrumented(t *testing.T, body []byte, keepGoing func(yields int) bool)
 	// A run that never yields is stopped by the engine's own check, so
 	// that a broken count fails the test instead of hanging it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithCloseOnContextDone(true))
-	defer rt.Close(ctx)
+	t.Cleanup(func() { rt.Close(context.Background()) })
 	stop := errors.New("stopped")
 	if _, err := rt.NewHostModuleBuilder(wasmbin.YieldModule).NewFunctionBuilder().
 		WithFunc(func() {
@@ -221,13 +197,15 @@ func runInstrumented(t *testing.T, body []byte, keepGoing func(yields int) bool)
 		}).Export(wasmbin.YieldName).Instantiate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mod, err := rt.InstantiateWithConfig(ctx, out, wazero.NewModuleConfig().WithStartFunctions())
+	mod, err = rt.InstantiateWithConfig(ctx, out, wazero.NewModuleConfig().WithStartFunctions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = mod.ExportedFunction("_start").Call(ctx)
-	if err == nil {
-		spent = wasmbin.YieldInterval - int32(mod.ExportedGlobal(wasmbin.FuelExport).Get())
-	}
-	return spent, yields, err
+	return mod, yields, err
+}
+
+// spent returns the fuel a module spent since it was instantiated.
+func spent(mod api.Module) int32 {
+	return wasmbin.YieldInterval - int32(mod.ExportedGlobal(wasmbin.FuelExport).Get())
 }
