@@ -9,12 +9,14 @@ import (
 // exports the host reads and sets.
 const (
 	// YieldModule and YieldName name the function the instrumented module
-	// imports and calls every YieldInterval loop iterations and calls: the
+	// imports and calls every YieldInterval units of fuel (loop iterations
+	// and calls): the
 	// host checks there whether the run's time is up, and lets other work
 	// run. It takes and returns nothing.
 	YieldModule = "pluginhost"
 	YieldName   = "yield"
-	// FuelExport is the i32 global counted down at every loop iteration and
+	// FuelExport is the i32 global counted down at every loop iteration
+	// (in a dispatch loop, every one a branch back starts: dispatch.go) and
 	// call; the module calls yield when it reaches zero, then sets it back
 	// to YieldInterval, its initial value. An instance kept between runs
 	// keeps it: the first yield of a run comes within YieldInterval units,
@@ -32,7 +34,8 @@ const (
 // YieldInterval is how many units of fuel a module spends between two
 // calls of yield: from about a hundred microseconds to a few milliseconds
 // of work, below the Go scheduler's own time slice. A loop iteration or a
-// call spends one; a bulk instruction spends one for every 1<<
+// call spends one (an iteration of a dispatch loop that a branch ahead
+// starts, none); a bulk instruction spends one for every 1<<
 // memoryFuelShift bytes or 1<<tableFuelShift table elements it is asked
 // to touch, so that a loop of them cannot pass the time between two
 // checks of the wall time.
@@ -309,8 +312,9 @@ type guard struct {
 // counted), then the original code in a block of the function's results (so
 // that a branch to the function's end lands before the exit), then the
 // exit; each return takes the exit first, each loop counts fuel at the
-// start of every iteration, and each bulk instruction is charged its
-// length first, through the local scratch. Function indices are
+// start of every iteration (a dispatch loop on its entry and at the
+// branches back to it: dispatch.go), and each bulk instruction is charged
+// its length first, through the local scratch. Function indices are
 // renumbered.
 func (g guard) body(b Body, weight int32, blockType []byte, scratch uint32) ([]byte, error) {
 	w := &writer{b: make([]byte, 0, len(b.Code)+64)}
