@@ -10,9 +10,8 @@ import (
 const (
 	// YieldModule and YieldName name the function the instrumented module
 	// imports and calls every YieldInterval units of fuel (loop iterations
-	// and calls): the
-	// host checks there whether the run's time is up, and lets other work
-	// run. It takes and returns nothing.
+	// and calls): the host checks there whether the run's time is up, and
+	// lets other work run. It takes and returns nothing.
 	YieldModule = "pluginhost"
 	YieldName   = "yield"
 	// FuelExport is the i32 global counted down at every loop iteration
