@@ -316,6 +316,10 @@ type guard struct {
 // its length first, through the local scratch. Function indices are
 // renumbered.
 func (g guard) body(b Body, weight int32, blockType []byte, scratch uint32) ([]byte, error) {
+	ins, loops, err := dispatchLoops(b, g.scratch)
+	if err != nil {
+		return nil, err
+	}
 	w := &writer{b: make([]byte, 0, len(b.Code)+64)}
 	exit := func() {
 		w.byte(byte(opGlobalGet))
@@ -343,16 +347,12 @@ func (g guard) body(b Body, weight int32, blockType []byte, scratch uint32) ([]b
 	w.byte(0x40)
 	w.byte(byte(opUnreachable))
 	w.byte(byte(opEnd))
-	if !entersLoop(b) {
+	if !entersLoop(ins) {
 		g.countFuel(w)
 	}
 	// The original code, in a block.
 	w.byte(byte(opBlock))
 	w.raw(blockType)
-	ins, loops, err := dispatchLoops(b, g.scratch)
-	if err != nil {
-		return nil, err
-	}
 	// open holds the blocks, loops and ifs the instruction is in, by their
 	// index, to find where a branch goes.
 	var open []int
@@ -445,13 +445,9 @@ func ahead(code []byte, ins []located, i int, d *dispatch) bool {
 // first iteration counts the call's fuel, and the entry need not count it
 // again. Every function Go compiles starts so: a block, then the loop that
 // dispatches to its resumption points.
-func entersLoop(b Body) bool {
-	r := &reader{b: b.Code, off: b.off}
-	for !r.done() {
-		in := readInstr(r)
-		switch {
-		case r.err != nil:
-			return false
+func entersLoop(ins []located) bool {
+	for _, l := range ins {
+		switch in := l.in; {
 		case in.op == opLoop:
 			return true
 		case in.op == opBlock, in.op == opNop, in.op == opDrop,
