@@ -71,7 +71,8 @@ run() {
 	trap stop EXIT # run runs in a subshell of its own
 	read -r url tokens ids server < <("$@" 2>>"$work/servers.log") || true
 	[ -n "$server" ] || { echo "pairs: $mode did not start: see $work/servers.log" >&2; exit 1; }
-	out=$("$load" -mode "$mode" -url "$url" -token "$tokens" -ids "$ids" -c "$clients" -d "$duration" 2>&1 | tail -1)
+	out=$("$load" -mode "$mode" -url "$url" -token "$tokens" -ids "$ids" -c "$clients" -d "$duration" 2>&1 | tail -1) ||
+		out="${out:-nothing} (its exit status was not 0)"
 	stop
 	# mode=ph ops=114155 ops/s=11416 p50=2.6ms p99=6.4ms errors=0
 	awk -v out="$out" 'BEGIN {

@@ -70,20 +70,23 @@ func TestPairsScript(t *testing.T) {
 		}
 	})
 
-	t.Run("refusals", func(t *testing.T) {
+	t.Run("stops with a reason", func(t *testing.T) {
 		for _, c := range []struct {
 			name, want string
+			code       int
 			env        []string
 			args       []string
 		}{
-			{"rounds not a number", `ROUNDS must be a positive number, not "six"`, []string{"PEER=none"}, []string{"six"}},
-			{"no rounds", `ROUNDS must be a positive number, not "0"`, []string{"PEER=none"}, []string{"0"}},
-			{"no peer", "PocketBase missing: set PB_BIN", []string{"PB_BIN=" + filepath.Join(t.TempDir(), "none")}, []string{"1"}},
+			{"rounds not a number", `ROUNDS must be a positive number, not "six"`, 2, []string{"PEER=none"}, []string{"six"}},
+			{"no rounds", `ROUNDS must be a positive number, not "0"`, 2, []string{"PEER=none"}, []string{"0"}},
+			{"no peer", "PocketBase missing: set PB_BIN", 2, []string{"PB_BIN=" + filepath.Join(t.TempDir(), "none")}, []string{"1"}},
+			// The server started, the load failed: the rounds stop there.
+			{"load tool failing", "the load tool said: nothing (its exit status was not 0)", 1, []string{"PEER=none", "PH_BINS=" + binary, "LOAD_BIN=/bin/false"}, []string{"2"}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				_, stderr, err := pairs(t, c.env, c.args...)
-				if code := exitCode(err); code != 2 || !strings.Contains(stderr, c.want) {
-					t.Errorf("pairs.sh exited %d saying %q, want 2 and %q", code, stderr, c.want)
+				out, stderr, err := pairs(t, c.env, c.args...)
+				if code := exitCode(err); code != c.code || !strings.Contains(stderr, c.want) || strings.Contains(out, "round") {
+					t.Errorf("pairs.sh exited %d printing %q and saying %q, want %d, no round and %q", code, out, stderr, c.code, c.want)
 				}
 			})
 		}
