@@ -94,12 +94,12 @@ for r in $(seq "$rounds"); do
 		dir=$work/ph$i-$r
 		mkdir -p "$dir"
 		read -r rate p99 < <(run ph env PH_BIN="${bins[$i]}" LOAD_SERVER_DIR="$dir" bash "$root/bench/load-server.sh" $((port + i)))
-		echo "$r $i $rate $p99" >>"$work/ph"
+		echo "$r $i $rate" >>"$work/ph"
 		line="$line ${bins[$i]} $rate/s p99 $p99 ms ·"
 	done
 	if [ "$peer" != none ]; then
 		read -r rate p99 < <(run pb bash "$bench/peer-pocketbase.sh" $((port + 99)))
-		echo "$r $rate $p99" >>"$work/pb"
+		echo "$r $rate" >>"$work/pb"
 		line="$line pocketbase $rate/s p99 $p99 ms"
 	fi
 	echo "${line% ·}"

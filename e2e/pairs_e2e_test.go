@@ -42,19 +42,24 @@ func TestPairsScript(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the load tool: %v\n%s", err, out)
 	}
-	pairs := func(t *testing.T, env []string, args ...string) (string, string, error) {
+	// pairs runs the script; code is its exit status.
+	pairs := func(env []string, args ...string) (out, stderr string, code int) {
 		cmd := exec.Command("bash", append([]string{"../bench/pairs.sh"}, args...)...)
 		cmd.Env = append(os.Environ(), append([]string{"BENCH_DIR=" + bench, "LOAD_BIN=" + load, "DURATION=1s", "CLIENTS=4"}, env...)...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		return string(out), stderr.String(), err
+		var errOut strings.Builder
+		cmd.Stderr = &errOut
+		stdout, _ := cmd.Output()
+		code = -1 // not started
+		if cmd.ProcessState != nil {
+			code = cmd.ProcessState.ExitCode()
+		}
+		return string(stdout), errOut.String(), code
 	}
 
 	t.Run("two builds", func(t *testing.T) {
-		out, stderr, err := pairs(t, []string{"PEER=none", "PH_BINS=" + binary + " " + binary}, "1")
-		if err != nil {
-			t.Fatalf("pairs.sh: %v\n%s\n%s", err, out, stderr)
+		out, stderr, code := pairs([]string{"PEER=none", "PH_BINS=" + binary + " " + binary}, "1")
+		if code != 0 {
+			t.Fatalf("pairs.sh exited %d\n%s\n%s", code, out, stderr)
 		}
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		round := regexp.MustCompile(`^round 1: (\S+) (\d+)/s p99 [\d.]+ ms · (\S+) (\d+)/s p99 [\d.]+ ms$`)
@@ -84,8 +89,8 @@ func TestPairsScript(t *testing.T) {
 			{"load tool failing", "the load tool said: nothing (its exit status was not 0)", 1, []string{"PEER=none", "PH_BINS=" + binary, "LOAD_BIN=/bin/false"}, []string{"2"}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				out, stderr, err := pairs(t, c.env, c.args...)
-				if code := exitCode(err); code != c.code || !strings.Contains(stderr, c.want) || strings.Contains(out, "round") {
+				out, stderr, code := pairs(c.env, c.args...)
+				if code != c.code || !strings.Contains(stderr, c.want) || strings.Contains(out, "round") {
 					t.Errorf("pairs.sh exited %d printing %q and saying %q, want %d, no round and %q", code, out, stderr, c.code, c.want)
 				}
 			})
@@ -97,25 +102,13 @@ func TestPairsScript(t *testing.T) {
 		if pb == "" {
 			t.Skip("skipped: PocketBase, the peer, is not installed: set PB_BIN to its examples/base")
 		}
-		out, stderr, err := pairs(t, []string{"PH_BINS=" + binary}, "1")
-		if err != nil {
-			t.Fatalf("pairs.sh: %v\n%s\n%s", err, out, stderr)
+		out, stderr, code := pairs([]string{"PH_BINS=" + binary}, "1")
+		if code != 0 {
+			t.Fatalf("pairs.sh exited %d\n%s\n%s", code, out, stderr)
 		}
 		summary := regexp.MustCompile(`(?m)^\S+: median \d+ updates/s; against PocketBase (\d+\.\d\d)x \(4x or more in [01] of 1\)$`)
 		if !regexp.MustCompile(`(?m)^round 1: \S+ \d+/s p99 [\d.]+ ms · pocketbase \d+/s p99 [\d.]+ ms$`).MatchString(out) || !summary.MatchString(out) {
 			t.Fatalf("pairs.sh printed\n%s\nwant a round with PocketBase, then the ratio", out)
 		}
 	})
-}
-
-// exitCode is the exit status err reports, 0 for none, -1 when it is not
-// an exit.
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode()
-	}
-	return -1
 }
